@@ -1,0 +1,125 @@
+"""Named, recorded, transactional schema migrations.
+
+Each migration is a name and a tuple of statements written in the SQL that
+SQLite and PostgreSQL share. They are applied in order, each in its own
+transaction, and recorded in ``schema_migrations``. A database that records a
+migration this code does not know was written by a newer version: opening it
+fails with :class:`~knowledge_crawler.errors.SchemaMismatchError` rather than
+guessing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["MIGRATIONS", "Migration"]
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    name: str
+    statements: tuple[str, ...]
+
+
+_PAGES = """
+CREATE TABLE pages (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    source_id        TEXT NOT NULL,
+    canonical_url    TEXT NOT NULL CHECK (canonical_url LIKE 'http%'),
+    url              TEXT NOT NULL,
+    final_url        TEXT NOT NULL,
+    fetched_at       TEXT NOT NULL,
+    title            TEXT,
+    content          TEXT NOT NULL,
+    headings         TEXT NOT NULL DEFAULT '[]',
+    word_count       INTEGER NOT NULL DEFAULT 0 CHECK (word_count >= 0),
+    language         TEXT,
+    thin             INTEGER NOT NULL DEFAULT 0 CHECK (thin IN (0, 1)),
+    content_hash     TEXT NOT NULL CHECK (length(content_hash) = 64),
+    minhash          BLOB,
+    minhash_params   TEXT,
+    duplicate_of     INTEGER REFERENCES pages(id) ON DELETE SET NULL,
+    duplicate_kind   TEXT CHECK (duplicate_kind IN ('exact', 'near')),
+    http_status      INTEGER CHECK (http_status BETWEEN 100 AND 599),
+    etag             TEXT,
+    last_modified    TEXT,
+    status           TEXT NOT NULL DEFAULT 'active'
+                     CHECK (status IN ('active', 'suspected_missing', 'tombstoned')),
+    first_seen_at    TEXT NOT NULL,
+    last_seen_at     TEXT NOT NULL,
+    last_checked_at  TEXT NOT NULL,
+    last_changed_at  TEXT NOT NULL,
+    next_check_at    TEXT,
+    UNIQUE (source_id, canonical_url)
+)
+"""
+
+_VERSIONS = """
+CREATE TABLE page_versions (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    page_id       INTEGER NOT NULL REFERENCES pages(id) ON DELETE CASCADE,
+    content_hash  TEXT NOT NULL,
+    title         TEXT,
+    content       TEXT NOT NULL,
+    fetched_at    TEXT NOT NULL,
+    replaced_at   TEXT NOT NULL
+)
+"""
+
+_RUNS = """
+CREATE TABLE crawl_runs (
+    id                         INTEGER PRIMARY KEY AUTOINCREMENT,
+    spider                     TEXT NOT NULL,
+    mode                       TEXT NOT NULL,
+    sources                    TEXT NOT NULL,
+    started_at                 TEXT NOT NULL,
+    finished_at                TEXT,
+    finish_reason              TEXT,
+    candidates_discovered      INTEGER NOT NULL DEFAULT 0,
+    conditional_requests_sent  INTEGER NOT NULL DEFAULT 0,
+    responses_304              INTEGER NOT NULL DEFAULT 0,
+    responses_200_changed      INTEGER NOT NULL DEFAULT 0,
+    responses_200_unchanged    INTEGER NOT NULL DEFAULT 0,
+    responses_404              INTEGER NOT NULL DEFAULT 0,
+    responses_429              INTEGER NOT NULL DEFAULT 0,
+    retries_scheduled          INTEGER NOT NULL DEFAULT 0,
+    parse_failures             INTEGER NOT NULL DEFAULT 0,
+    upserts_completed          INTEGER NOT NULL DEFAULT 0,
+    duplicates_found           INTEGER NOT NULL DEFAULT 0,
+    tombstones_created         INTEGER NOT NULL DEFAULT 0,
+    pages_new                  INTEGER NOT NULL DEFAULT 0,
+    quarantined                INTEGER NOT NULL DEFAULT 0,
+    counters                   TEXT NOT NULL DEFAULT '{}'
+)
+"""
+
+_QUARANTINE = """
+CREATE TABLE quarantine (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id          INTEGER REFERENCES crawl_runs(id) ON DELETE SET NULL,
+    source_id       TEXT,
+    canonical_url   TEXT,
+    url             TEXT,
+    error           TEXT NOT NULL,
+    record          TEXT NOT NULL,
+    quarantined_at  TEXT NOT NULL
+)
+"""
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        "0001_pages_runs_quarantine",
+        (
+            _PAGES,
+            "CREATE INDEX idx_pages_last_seen ON pages (last_seen_at)",
+            "CREATE INDEX idx_pages_fetched ON pages (fetched_at)",
+            "CREATE INDEX idx_pages_hash ON pages (content_hash)",
+            "CREATE INDEX idx_pages_due ON pages (source_id, next_check_at)",
+            "CREATE INDEX idx_pages_duplicate_of ON pages (duplicate_of)",
+            _VERSIONS,
+            "CREATE INDEX idx_versions_page ON page_versions (page_id, replaced_at)",
+            _RUNS,
+            _QUARANTINE,
+        ),
+    ),
+)

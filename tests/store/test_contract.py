@@ -1,0 +1,160 @@
+"""The store contract: upsert semantics, batches, quarantine, runs, migrations."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from knowledge_crawler.errors import SchemaMismatchError, StoreError
+from knowledge_crawler.store import HEAD_COUNTERS, PageRecord, Store, open_store, utc_now
+from knowledge_crawler.transform.fingerprint import content_hash
+
+T0 = "2026-01-01T00:00:00.000000Z"
+T1 = "2026-01-02T00:00:00.000000Z"
+
+
+def rec(n: int, text: str | None = None, at: str = T0, **kw: object) -> PageRecord:
+    text = text if text is not None else f"page {n} body"
+    base = PageRecord(
+        source_id="s",
+        canonical_url=f"https://example.com/p{n}",
+        url=f"http://example.com/p{n}?utm_source=x",
+        final_url=f"http://example.com/p{n}",
+        fetched_at=at,
+        http_status=200,
+        content_hash=content_hash(text),
+        content=text,
+        title=f"Page {n}",
+        headings=("Intro",),
+        word_count=len(text.split()),
+    )
+    return replace(base, **kw)  # type: ignore[arg-type]
+
+
+def rows(store: Store, sql: str, *params: object) -> list[dict[str, object]]:
+    return [dict(r) for r in store.query(sql, params)]  # type: ignore[attr-defined]
+
+
+def test_insert_then_unchanged_keeps_first_seen_and_content(store: Store) -> None:
+    r1 = store.upsert_pages([rec(1), rec(2)])
+    assert len(r1.inserted) == 2 and not r1.changed and not r1.unchanged
+    again = store.upsert_pages([rec(1, at=T1)])
+    assert again.unchanged == [("s", "https://example.com/p1")]
+    [row] = rows(store, "SELECT * FROM pages WHERE canonical_url = ?", "https://example.com/p1")
+    assert row["first_seen_at"] == T0
+    assert row["last_seen_at"] == T1 and row["last_checked_at"] == T1
+    assert row["last_changed_at"] == T0  # the hash did not move
+    assert row["status"] == "active" and row["headings"] == '["Intro"]'
+    assert rows(store, "SELECT COUNT(*) AS n FROM page_versions")[0]["n"] == 0
+
+
+def test_changed_hash_rewrites_content_and_keeps_a_version(store: Store) -> None:
+    store.upsert_pages([rec(1, "price $49")])
+    result = store.upsert_pages([rec(1, "price $59", at=T1)])
+    assert result.changed == [("s", "https://example.com/p1")]
+    [row] = rows(store, "SELECT * FROM pages")
+    assert row["content"] == "price $59" and row["last_changed_at"] == T1
+    assert row["first_seen_at"] == T0
+    [version] = rows(store, "SELECT * FROM page_versions")
+    assert version["content"] == "price $49" and version["fetched_at"] == T0
+
+
+def test_one_row_per_identity_across_sources(store: Store) -> None:
+    store.upsert_pages([rec(1), rec(1, source_id="other"), rec(1)])
+    assert rows(store, "SELECT COUNT(*) AS n FROM pages")[0]["n"] == 2
+
+
+def test_bad_record_is_quarantined_and_the_rest_load(store: Store) -> None:
+    bad = rec(2, content_hash="not-a-sha256")
+    worse = rec(3, http_status=999)
+    result = store.upsert_pages([rec(1), bad, worse, rec(4)], run_id=None)
+    assert sorted(result.inserted) == [
+        ("s", "https://example.com/p1"),
+        ("s", "https://example.com/p4"),
+    ]
+    assert [k for k, _ in result.quarantined] == [bad.key, worse.key]
+    assert "CHECK constraint failed" in result.quarantined[0][1]
+    q = rows(store, "SELECT canonical_url, error FROM quarantine ORDER BY id")
+    assert [r["canonical_url"] for r in q] == [bad.canonical_url, worse.canonical_url]
+    urls = {r["canonical_url"] for r in rows(store, "SELECT canonical_url FROM pages")}
+    assert urls == {"https://example.com/p1", "https://example.com/p4"}
+
+
+def test_failed_batch_leaves_no_half_loaded_change(store: Store) -> None:
+    store.upsert_pages([rec(1, "old text")])
+    # p1 changes in a batch with an offender: p1's change and its version land once.
+    result = store.upsert_pages([rec(1, "new text", at=T1), rec(2, content_hash="x")])
+    assert result.changed == [("s", "https://example.com/p1")]
+    assert rows(store, "SELECT COUNT(*) AS n FROM page_versions")[0]["n"] == 1
+
+
+def test_duplicate_of_points_at_the_representative(store: Store) -> None:
+    same = "the same words"
+    store.upsert_pages(
+        [
+            rec(1, same),
+            rec(2, same, duplicate_of=("s", "https://example.com/p1"), duplicate_kind="exact"),
+        ]
+    )
+    got = rows(
+        store,
+        "SELECT d.canonical_url AS dup, r.canonical_url AS rep, d.duplicate_kind AS kind "
+        "FROM pages d JOIN pages r ON r.id = d.duplicate_of",
+    )
+    assert got == [
+        {"dup": "https://example.com/p2", "rep": "https://example.com/p1", "kind": "exact"}
+    ]
+    assert [r[2] for r in store.representatives()] == ["https://example.com/p1"]
+
+
+def test_runs_record_counters(store: Store) -> None:
+    run = store.start_run(spider="knowledge", sources=["s"], mode="crawl")
+    store.finish_run(run, reason="finished", counters={"pages_new": 3, "kc/other": 7})
+    [report_run] = store.stats()["runs"]
+    assert report_run["pages_new"] == 3 and report_run["finish_reason"] == "finished"
+    assert set(HEAD_COUNTERS) <= set(report_run)
+
+
+def test_stats_sanity_checks(store: Store) -> None:
+    now = utc_now()
+    store.upsert_pages([rec(1, "same", at=now), rec(2, "same", at=now), rec(3, "other", at=T0)])
+    sanity = store.stats()["sanity"]
+    assert sanity["total_rows"] == sanity["distinct_identities"] == 3
+    assert sanity["shared_content_hashes"] == 1
+    assert sanity["stale_pages"] == 1
+
+
+def test_migrations_are_recorded_and_reopen_is_idempotent(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/m.db"
+    with open_store(url) as s:
+        s.upsert_pages([rec(1)])
+        first = s.applied_migrations()  # type: ignore[attr-defined]
+    with open_store(url) as s:
+        assert s.applied_migrations() == first  # type: ignore[attr-defined]
+        assert s.stats()["sanity"]["total_rows"] == 1
+
+
+def test_refuses_a_database_from_a_newer_version(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/m.db"
+    open_store(url).close()
+    conn = sqlite3.connect(tmp_path / "m.db")
+    conn.execute("INSERT INTO schema_migrations VALUES ('9999_future', 'x')")
+    conn.commit()
+    conn.close()
+    with pytest.raises(SchemaMismatchError, match="9999_future"):
+        open_store(url)
+
+
+def test_wal_and_parent_folder(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/nested/dir/k.db"
+    with open_store(url) as s:
+        assert rows(s, "PRAGMA journal_mode")[0]["journal_mode"] == "wal"
+    assert (tmp_path / "nested/dir/k.db").exists()
+
+
+def test_unknown_url_scheme() -> None:
+    with pytest.raises(StoreError, match="unsupported"):
+        open_store("mysql://x")
