@@ -1,0 +1,69 @@
+"""Small pieces shared by the ``knowledge-crawler`` sub-commands (click only, no Scrapy)."""
+
+from __future__ import annotations
+
+from typing import IO, Any
+
+import click
+
+__all__ = [
+    "DEFAULT_DATABASE_URL",
+    "EXIT_BAD_INPUT",
+    "PROG",
+    "BadInput",
+    "database_option",
+    "open_existing_store",
+]
+
+PROG = "knowledge-crawler"
+EXIT_BAD_INPUT = 2
+DEFAULT_DATABASE_URL = "sqlite:///data/knowledge.db"
+
+
+class BadInput(click.ClickException):
+    """Bad input from the user: exit status 2 and exactly one line on stderr.
+
+    The line reads ``knowledge-crawler: error: <message>``; any newline in the
+    message is folded into a space so the output stays one line.
+
+    >>> BadInput("seeds.toml: file not found").exit_code
+    2
+    """
+
+    exit_code = EXIT_BAD_INPUT
+
+    def __init__(self, message: object) -> None:
+        super().__init__(" ".join(str(message).split()))
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"{PROG}: error: {self.format_message()}", file=file, err=file is None)
+
+
+def database_option(function: Any) -> Any:
+    """``--db URL``: the database to read, default ``KC_DATABASE_URL`` or the project default."""
+    return click.option(
+        "--db",
+        "database",
+        envvar="KC_DATABASE_URL",
+        default=DEFAULT_DATABASE_URL,
+        show_default=True,
+        metavar="URL",
+        help="Database URL (sqlite:///PATH); also read from KC_DATABASE_URL.",
+    )(function)
+
+
+def open_existing_store(url: str) -> Any:
+    """Open the store at ``url`` for reading; :class:`BadInput` when a SQLite file is missing."""
+    import os
+
+    from knowledge_crawler.errors import StoreError
+    from knowledge_crawler.store import open_store
+
+    if url.startswith("sqlite:///"):
+        path = url[len("sqlite:///") :]
+        if path != ":memory:" and not os.path.exists(path):
+            raise BadInput(f"no database at {path} (crawl first, or pass --db URL)")
+    try:
+        return open_store(url)
+    except StoreError as exc:
+        raise BadInput(str(exc)) from exc
