@@ -1,0 +1,90 @@
+"""Command line: ``python -m knowledge_crawler.testsite [--pages N] [--port 0] [--seed S]``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from types import FrameType
+
+from ._server import TestSiteServer
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m knowledge_crawler.testsite",
+        description=(
+            "Serve the deterministic loopback test website (a fake magazine with articles, "
+            "boilerplate, duplicates, robots.txt-protected pages and a control API) on "
+            "127.0.0.1. The first line printed on stdout is the base URL, e.g. "
+            "http://localhost:PORT/ ; the server runs until SIGTERM or SIGINT."
+        ),
+        epilog=(
+            "Control API (never linked, disallowed in robots.txt): GET /__control/manifest; "
+            "POST /__control/mutate?i=N&kind=price|text|stock|whitespace|case|append; "
+            "POST /__control/delete?i=N[&gone=1]; POST /__control/restore?i=N; "
+            "POST /__control/reset."
+        ),
+    )
+    parser.add_argument("--pages", type=int, default=50, help="number of articles (default 50)")
+    parser.add_argument("--port", type=int, default=0, help="TCP port; 0 picks a free one")
+    parser.add_argument("--seed", type=int, default=1, help="content seed (default 1)")
+    parser.add_argument(
+        "--warm",
+        action="store_true",
+        help="pre-render all article pages in the background after start-up (benchmarks)",
+    )
+    parser.add_argument(
+        "--exit-on-stdin-eof",
+        action="store_true",
+        help="also stop when stdin reaches EOF (used by TestSite so orphans never linger)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.pages < 1:
+        print("--pages must be at least 1", file=sys.stderr)
+        return 2
+    server = TestSiteServer(args.port, args.pages, args.seed)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    if args.exit_on_stdin_eof:
+
+        def watch_stdin() -> None:
+            try:
+                while os.read(sys.stdin.fileno(), 4096):
+                    pass
+            except OSError:
+                pass
+            stop.set()
+
+        threading.Thread(target=watch_stdin, name="stdin-watch", daemon=True).start()
+
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="serve", daemon=True
+    )
+    thread.start()
+    print(server.app.url, flush=True)
+    if args.warm:
+        threading.Thread(target=server.app.warm, name="warm", daemon=True).start()
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        server.shutdown()
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,502 @@
+"""The loopback test site's HTTP server: site state, the routing table and the request handler.
+
+To add a new kind of page, write a ``_route_*`` method returning a :class:`Reply` and add one
+line to :meth:`SiteApp.routes`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+import threading
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime, parsedate_to_datetime
+from functools import lru_cache
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, cast
+from urllib.parse import parse_qs, urlsplit
+
+from ._content import MUTATION_KINDS, TRACKING_PARAMS, SiteModel, format_price, product_state
+from ._pages import CSRF_MARK, CSS, ROBOTS_TXT, TS_MARK, Renderer, fake_pdf
+
+ADVERTISED_HOST = "localhost"
+BIND_HOST = "127.0.0.1"
+HTML = "text/html; charset=utf-8"
+EXTERNAL_HOSTS = ("twitter.com", "www.facebook.com", "www.linkedin.com")
+_STATIC_MODIFIED = datetime(2024, 1, 1, tzinfo=UTC)
+_SLUG = r"(?P<slug>[a-z0-9][a-z0-9-]*)"
+
+
+@dataclass(frozen=True)
+class ArticleState:
+    """Server-side state of one article; ``version`` bumps on every change (Last-Modified)."""
+
+    status: int = 200
+    mutations: tuple[str, ...] = ()
+    version: int = 0
+
+    @property
+    def pristine(self) -> bool:
+        return self.status == 200 and not self.mutations
+
+
+@dataclass
+class Reply:
+    """A response before conditional-request handling and noise filling."""
+
+    status: int = 200
+    body: bytes | str = b""
+    content_type: str = HTML
+    etag: str | None = None
+    last_modified: datetime | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Request:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+
+    def arg(self, name: str, default: str | None = None) -> str | None:
+        values = self.query.get(name)
+        return values[0] if values else default
+
+
+class BadRequest(Exception):
+    """Raised by control handlers for invalid parameters (answered with 400)."""
+
+
+Handler = Callable[[Request, "re.Match[str]"], Reply]
+
+
+def _etag(template: str) -> str:
+    return '"' + hashlib.sha256(template.encode()).hexdigest()[:32] + '"'
+
+
+class SiteApp:
+    """Site model + mutable state + routing; shared by all handler threads."""
+
+    def __init__(self, pages: int, seed: int, port: int) -> None:
+        self.model = SiteModel(pages, seed)
+        self.port = port
+        self.url = f"http://{ADVERTISED_HOST}:{port}/"
+        self.renderer = Renderer(self.model, ADVERTISED_HOST, port)
+        self._lock = threading.Lock()
+        self._states: dict[int, ArticleState] = {}
+        self._last_ts = datetime.min
+        self._requests = 0
+        self._pdf = fake_pdf()
+        self._json = self.renderer.data_json()
+        self._template = lru_cache(maxsize=8192)(self._template_uncached)
+        self._static = lru_cache(maxsize=1024)(self._static_uncached)
+        self._routes = self.routes()
+
+    # -- routing table ---------------------------------------------------------------------
+
+    def routes(self) -> list[tuple[re.Pattern[str], frozenset[str], Handler]]:
+        """``(path regex, methods, handler)``; the first full match wins."""
+        get = frozenset({"GET", "HEAD"})
+        post = frozenset({"POST"})
+        table: list[tuple[str, frozenset[str], Handler]] = [
+            (r"/robots\.txt", get, self._route_robots),
+            (r"/", get, self._route_home),
+            (r"/articles", get, self._route_listing),
+            (rf"/articles/{_SLUG}/?", get, self._route_article),
+            (rf"/print/{_SLUG}", get, self._route_print),
+            (rf"/syndicated/{_SLUG}", get, self._route_syndicated),
+            (rf"/private/{_SLUG}", get, self._route_private),
+            (rf"/redirect/{_SLUG}", get, self._route_redirect),
+            (r"/tag/(?P<tag>[a-z0-9-]+)", get, self._route_tag),
+            (r"/about", get, self._route_about),
+            (r"/files/report\.pdf", get, self._route_pdf),
+            (r"/api/data\.json", get, self._route_json),
+            (r"/static/site\.css", get, self._route_css),
+            (r"/__control/manifest", get, self._route_manifest),
+            (r"/__control/(?P<action>mutate|delete|restore|reset)", post, self._route_control),
+        ]
+        return [(re.compile(p), m, h) for p, m, h in table]
+
+    def handle(self, method: str, target: str) -> Reply:
+        parts = urlsplit(target)
+        request = Request(
+            method="GET" if method == "HEAD" else method,
+            path=parts.path or "/",
+            query=parse_qs(parts.query),
+        )
+        for pattern, methods, handler in self._routes:
+            match = pattern.fullmatch(request.path)
+            if match is None:
+                continue
+            if method not in methods:
+                allow = ", ".join(sorted(methods))
+                return self._plain(405, "method not allowed\n", {"Allow": allow})
+            try:
+                return handler(request, match)
+            except BadRequest as exc:
+                return self._json_reply({"error": str(exc)}, 400)
+        return self._error(404)
+
+    def warm(self) -> None:
+        """Pre-render every article page (run in a background thread for benchmarks)."""
+        for i in range(self.model.pages):
+            self._template("article", i, self.state(i).mutations)
+
+    # -- noise -----------------------------------------------------------------------------
+
+    def fill(self, template: str) -> bytes:
+        """Replace the per-request markers: a strictly increasing timestamp and a CSRF token."""
+        with self._lock:
+            now = datetime.now()
+            if now <= self._last_ts:
+                now = self._last_ts + timedelta(microseconds=1)
+            self._last_ts = now
+            self._requests += 1
+            counter = self._requests
+        token = hashlib.sha1(f"{self.model.seed}:{counter}".encode()).hexdigest()[:24]
+        stamp = now.strftime("%H:%M:%S.%f")
+        return template.replace(TS_MARK, stamp).replace(CSRF_MARK, token).encode()
+
+    # -- state -----------------------------------------------------------------------------
+
+    def state(self, i: int) -> ArticleState:
+        with self._lock:
+            return self._states.get(i, ArticleState())
+
+    def _set_state(self, i: int, update: Callable[[ArticleState], ArticleState]) -> ArticleState:
+        with self._lock:
+            old = self._states.get(i, ArticleState())
+            new = update(old)
+            if new != old:
+                new = replace(new, version=old.version + 1)
+            self._states[i] = new
+            return new
+
+    def last_modified(self, i: int, state: ArticleState) -> datetime:
+        """Stable per content version; strictly increases with every change of article ``i``."""
+        published = self.model.articles[i].published
+        return (published + timedelta(days=3, hours=state.version)).replace(microsecond=0)
+
+    # -- page templates ----------------------------------------------------------------------
+
+    def _template_uncached(self, kind: str, i: int, mutations: tuple[str, ...]) -> tuple[str, str]:
+        r = self.renderer
+        if kind == "private":
+            tpl = r.private_page(i)
+        else:
+            view = self.model.view(i, mutations, syndicated=kind == "syndicated")
+            tpl = r.article_page(view, kind)
+        return tpl, _etag(tpl)
+
+    def _static_uncached(self, kind: str, arg: str) -> tuple[str, str] | None:
+        r = self.renderer
+        tpl: str | None
+        if kind == "home":
+            tpl = r.home()
+        elif kind == "listing":
+            tpl = r.listing(int(arg))
+        elif kind == "tag":
+            tpl = r.tag(arg)
+        else:
+            tpl = r.about()
+        return None if tpl is None else (tpl, _etag(tpl))
+
+    def _html(self, kind: str, arg: str = "") -> Reply:
+        """A page whose content never changes (home, listings, tags, about)."""
+        cached = self._static(kind, arg)
+        if cached is None:
+            return self._error(404)
+        return Reply(body=cached[0], etag=cached[1], last_modified=_STATIC_MODIFIED)
+
+    def _plain(self, status: int, text: str, headers: dict[str, str] | None = None) -> Reply:
+        return Reply(status, text.encode(), "text/plain; charset=utf-8", headers=headers or {})
+
+    def _error(self, status: int) -> Reply:
+        return Reply(status, self.renderer.error_page(status).encode())
+
+    def _json_reply(self, data: Any, status: int = 200) -> Reply:
+        body = json.dumps(data, indent=1).encode()
+        return Reply(status, body, "application/json", headers={"Cache-Control": "no-store"})
+
+    def _article_index(self, match: re.Match[str]) -> int | None:
+        return self.model.by_slug.get(match.group("slug"))
+
+    def _article_like(self, kind: str, i: int | None) -> Reply:
+        if i is None:
+            return self._error(404)
+        state = self.state(i)
+        if state.status != 200:
+            return self._error(state.status)
+        tpl, etag = self._template(kind, i, state.mutations)
+        return Reply(
+            body=tpl,
+            etag=etag,
+            last_modified=self.last_modified(i, state),
+            headers={"Cache-Control": "no-cache"},
+        )
+
+    # -- routes ----------------------------------------------------------------------------
+
+    def _route_robots(self, req: Request, match: re.Match[str]) -> Reply:
+        reply = self._plain(200, ROBOTS_TXT)
+        reply.etag, reply.last_modified = _etag(ROBOTS_TXT), _STATIC_MODIFIED
+        return reply
+
+    def _route_home(self, req: Request, match: re.Match[str]) -> Reply:
+        return self._html("home")
+
+    def _route_listing(self, req: Request, match: re.Match[str]) -> Reply:
+        page_arg = req.arg("page", "1") or "1"
+        page = int(page_arg) if page_arg.isdigit() else 0
+        return self._html("listing", str(page))
+
+    def _route_article(self, req: Request, match: re.Match[str]) -> Reply:
+        return self._article_like("article", self._article_index(match))
+
+    def _route_print(self, req: Request, match: re.Match[str]) -> Reply:
+        i = self._article_index(match)
+        ok = i is not None and self.model.articles[i].has_print
+        return self._article_like("print", i if ok else None)
+
+    def _route_syndicated(self, req: Request, match: re.Match[str]) -> Reply:
+        i = self._article_index(match)
+        ok = i is not None and self.model.articles[i].has_syndicated
+        return self._article_like("syndicated", i if ok else None)
+
+    def _route_private(self, req: Request, match: re.Match[str]) -> Reply:
+        i = self._article_index(match)
+        if i is None or not self.model.articles[i].has_private:
+            return self._error(404)
+        tpl, etag = self._template("private", i, ())
+        return Reply(body=tpl, etag=etag, last_modified=_STATIC_MODIFIED)
+
+    def _route_redirect(self, req: Request, match: re.Match[str]) -> Reply:
+        i = self._article_index(match)
+        if i is None:
+            return self._error(404)
+        location = self.url.rstrip("/") + self.model.articles[i].path
+        body = f'<!DOCTYPE html><title>Moved</title><a href="{location}">Moved here</a>\n'
+        return Reply(301, body.encode(), headers={"Location": location})
+
+    def _route_tag(self, req: Request, match: re.Match[str]) -> Reply:
+        return self._html("tag", match.group("tag"))
+
+    def _route_about(self, req: Request, match: re.Match[str]) -> Reply:
+        return self._html("about")
+
+    def _route_pdf(self, req: Request, match: re.Match[str]) -> Reply:
+        return Reply(200, self._pdf, "application/pdf", _etag(repr(self._pdf)), _STATIC_MODIFIED)
+
+    def _route_json(self, req: Request, match: re.Match[str]) -> Reply:
+        return Reply(200, self._json, "application/json", _etag(repr(self._json)), _STATIC_MODIFIED)
+
+    def _route_css(self, req: Request, match: re.Match[str]) -> Reply:
+        return Reply(200, CSS.encode(), "text/css; charset=utf-8", _etag(CSS), _STATIC_MODIFIED)
+
+    def _route_manifest(self, req: Request, match: re.Match[str]) -> Reply:
+        return self._json_reply(self.manifest())
+
+    def _route_control(self, req: Request, match: re.Match[str]) -> Reply:
+        action = match.group("action")
+        if action == "reset":
+            with self._lock:
+                for i, st in list(self._states.items()):
+                    if not st.pristine:
+                        self._states[i] = ArticleState(version=st.version + 1)
+            return self._json_reply({"ok": True})
+        i = self._index_arg(req)
+        if action == "mutate":
+            kind = req.arg("kind", "")
+            if kind not in MUTATION_KINDS:
+                raise BadRequest(f"kind must be one of {', '.join(MUTATION_KINDS)}")
+            self._set_state(i, lambda s: replace(s, mutations=(*s.mutations, kind)))
+        elif action == "delete":
+            gone = (req.arg("gone", "") or "").lower() in ("1", "true", "yes")
+            self._set_state(i, lambda s: replace(s, status=410 if gone else 404))
+        else:
+            self._set_state(i, lambda s: ArticleState(version=s.version))
+        return self._json_reply(self.article_entry(i))
+
+    def _index_arg(self, req: Request) -> int:
+        raw = req.arg("i", "") or ""
+        if not raw.isdigit() or int(raw) >= self.model.pages:
+            raise BadRequest(f"i must be an article index in [0, {self.model.pages})")
+        return int(raw)
+
+    # -- manifest --------------------------------------------------------------------------
+
+    def article_entry(self, i: int) -> dict[str, Any]:
+        a = self.model.articles[i]
+        state = self.state(i)
+        price, in_stock = product_state(a, state.mutations)
+        redirect = None
+        if a.redirect_to is not None:
+            redirect = "/redirect/" + self.model.articles[a.redirect_to].slug
+        return {
+            "i": i,
+            "slug": a.slug,
+            "path": a.path,
+            "url": self.url.rstrip("/") + a.path,
+            "title": a.title,
+            "status": state.status,
+            "mutations": list(state.mutations),
+            "last_modified": format_datetime(self.last_modified(i, state), usegmt=True),
+            "tags": list(a.tags),
+            "price": None if price is None else format_price(price),
+            "in_stock": in_stock,
+            "aliases": [a.path + "/"],
+            "print": f"/print/{a.slug}" if a.has_print else None,
+            "syndicated": f"/syndicated/{a.slug}" if a.has_syndicated else None,
+            "private": f"/private/{a.slug}" if a.has_private else None,
+            "links_to_redirect": redirect,
+        }
+
+    def manifest(self) -> dict[str, Any]:
+        m = self.model
+        r = self.renderer
+        arts = m.articles
+        redirects = [
+            {
+                "path": "/redirect/" + arts[a.redirect_to].slug,
+                "to": arts[a.redirect_to].path,
+                "linked_from": a.path,
+            }
+            for a in arts
+            if a.redirect_to is not None
+        ]
+        listing = ["/"] + [r.listing_path(p) for p in range(1, r.listing_pages + 1)]
+        listing += [f"/tag/{t}" for t in sorted(m.tags)]
+        return {
+            "pages": m.pages,
+            "seed": m.seed,
+            "url": self.url,
+            "articles": [self.article_entry(i) for i in range(m.pages)],
+            "exact_duplicates": [
+                {"path": f"/print/{arts[i].slug}", "of": arts[i].path} for i in m.print_ids
+            ],
+            "near_duplicates": [
+                {"path": f"/syndicated/{arts[i].slug}", "of": arts[i].path}
+                for i in m.syndicated_ids
+            ],
+            "private": [f"/private/{arts[i].slug}" for i in m.private_ids],
+            "non_html": [
+                {"path": "/files/report.pdf", "content_type": "application/pdf"},
+                {"path": "/api/data.json", "content_type": "application/json"},
+            ],
+            "thin": ["/about"],
+            "listing": listing,
+            "redirects": redirects,
+            "static": ["/static/site.css"],
+            "robots_disallow": ["/private/", "/__control/"],
+            "tracking_params": list(TRACKING_PARAMS),
+            "external_hosts": list(EXTERNAL_HOSTS),
+        }
+
+
+# -- HTTP plumbing -------------------------------------------------------------------------
+
+
+def _if_none_match(header: str, etag: str) -> bool:
+    if header.strip() == "*":
+        return True
+    tags = [t.strip() for t in header.split(",")]
+    return any(t.removeprefix("W/") == etag for t in tags)
+
+
+def _not_modified_since(header: str, last_modified: datetime) -> bool:
+    try:
+        since = parsedate_to_datetime(header)
+    except (TypeError, ValueError, IndexError):
+        return False
+    if since.tzinfo is None:
+        since = since.replace(tzinfo=UTC)
+    return last_modified <= since
+
+
+class TestSiteServer(ThreadingHTTPServer):
+    """Threaded loopback server carrying the shared :class:`SiteApp`."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 256
+
+    def __init__(self, port: int, pages: int, seed: int) -> None:
+        super().__init__((BIND_HOST, port), _Handler)
+        self.app = SiteApp(pages, seed, self.server_address[1])
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Clients hanging up mid-response are normal for crawlers; report anything else."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "LocalhostJournal/1.0"
+    # Headers and body go out in separate writes; without TCP_NODELAY, Nagle + delayed ACK
+    # stall every keep-alive response by ~40 ms.
+    disable_nagle_algorithm = True
+
+    def version_string(self) -> str:
+        return self.server_version
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_HEAD(self) -> None:
+        self._dispatch("HEAD")
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        self._dispatch("POST")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Per-request logging is silenced."""
+
+    def _dispatch(self, method: str) -> None:
+        app = cast(TestSiteServer, self.server).app
+        try:
+            reply = app.handle(method, self.path)
+        except Exception:
+            traceback.print_exc(file=sys.stderr)
+            reply = Reply(500, b"internal error\n", "text/plain; charset=utf-8")
+        self._send(method, reply, app)
+
+    def _send(self, method: str, reply: Reply, app: SiteApp) -> None:
+        status = reply.status
+        if status == 200 and method in ("GET", "HEAD") and self._not_modified(reply):
+            status = 304
+        self.send_response(status)
+        if reply.etag:
+            self.send_header("ETag", reply.etag)
+        if reply.last_modified:
+            self.send_header("Last-Modified", format_datetime(reply.last_modified, usegmt=True))
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        if status == HTTPStatus.NOT_MODIFIED:
+            self.end_headers()
+            return
+        body = app.fill(reply.body) if isinstance(reply.body, str) else reply.body
+        self.send_header("Content-Type", reply.content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if method != "HEAD":
+            self.wfile.write(body)
+
+    def _not_modified(self, reply: Reply) -> bool:
+        inm = self.headers.get("If-None-Match")
+        if inm is not None:
+            return reply.etag is not None and _if_none_match(inm, reply.etag)
+        ims = self.headers.get("If-Modified-Since")
+        if ims is not None and reply.last_modified is not None:
+            return _not_modified_since(ims, reply.last_modified)
+        return False
