@@ -1,0 +1,429 @@
+"""Unit tests for knowledge_crawler.transform.extract and the ``extract`` CLI command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from knowledge_crawler.cli.extract import extract as extract_cmd
+from knowledge_crawler.transform.extract import (
+    Extraction,
+    decode_html,
+    extract,
+    looks_like_html,
+)
+
+LOREM = (
+    "The committee met on Tuesday to discuss the new budget for the city's public "
+    "libraries, which have seen record numbers of visitors over the past year. "
+)
+
+ARTICLE = f"""<!DOCTYPE html>
+<html lang="en-GB">
+<head>
+  <meta charset="utf-8">
+  <title>Libraries get a bigger budget | The Daily Example</title>
+  <meta property="og:site_name" content="The Daily Example">
+  <script>var tracking = "SCRIPTTEXT";</script>
+  <style>.x {{ color: red }}</style>
+</head>
+<body>
+<header><nav><ul>
+  <li><a href="/">Home</a></li><li><a href="/news">News</a></li>
+  <li><a href="/sport">Sport</a></li><li><a href="/weather">Weather</a></li>
+</ul></nav></header>
+<div id="cookie-banner" class="cookie-consent">
+  <p>We use cookies to improve your experience. Accept all cookies?</p>
+  <button>Accept</button>
+</div>
+<main>
+<article>
+  <h1>Libraries get a bigger budget</h1>
+  <p>{LOREM * 3}</p>
+  <h2>What the money pays for</h2>
+  <p>{LOREM * 2}</p>
+  <ul>
+    <li>Longer opening hours on weekends</li>
+    <li>New children's books in every branch</li>
+    <li>Free wireless internet access</li>
+  </ul>
+  <h2>Where it comes from</h2>
+  <p>The spending is split as follows, according to the <a href="https://example.com/report.pdf">
+  published report</a> <img src="https://example.com/chart.png" alt="">:</p>
+  <table>
+    <tr><th>Source</th><th>Amount</th></tr>
+    <tr><td>City council</td><td>2.1 million</td></tr>
+    <tr><td>Regional grant</td><td>0.9 million</td></tr>
+  </table>
+  <p>The library system also published the script it uses to count visitors:</p>
+  <pre><code>def count_visitors(log):
+    return len(set(log))
+</code></pre>
+  <p>{LOREM * 2}</p>
+  <div class="share-buttons social-share">
+    <a href="https://facebook.com/share">Share on Facebook</a>
+    <a href="https://twitter.com/share">Share on Twitter</a>
+  </div>
+</article>
+<section class="related-articles">
+  <h3>Related stories</h3>
+  <ul><li><a href="/a">Museum opens new wing</a></li>
+  <li><a href="/b">Parks get new benches</a></li></ul>
+</section>
+<div class="newsletter-signup">
+  <p>Subscribe to our newsletter for the latest headlines every morning!</p>
+  <form><input type="email"><button>Sign up</button></form>
+</div>
+</main>
+<footer><p>Copyright 2024 The Daily Example. All rights reserved. Privacy policy.</p></footer>
+</body>
+</html>
+"""
+
+
+@pytest.fixture(scope="module")
+def article() -> Extraction:
+    return extract(ARTICLE, url="https://example.com/news/libraries")
+
+
+# --------------------------------------------------------------------------- content
+
+
+def test_article_keeps_structure(article: Extraction) -> None:
+    md = article.markdown
+    assert "## What the money pays for" in md
+    assert "## Where it comes from" in md
+    assert "- Longer opening hours on weekends" in md
+    assert "- Free wireless internet access" in md
+    assert "| Source | Amount |" in md
+    assert "| City council | 2.1 million |" in md
+    assert "```\ndef count_visitors(log):\n    return len(set(log))\n```" in md
+    assert article.headings == ("What the money pays for", "Where it comes from")
+    assert article.language == "en"
+
+
+def test_article_drops_boilerplate(article: Extraction) -> None:
+    for junk in (
+        "SCRIPTTEXT",
+        "color: red",
+        "Weather",
+        "We use cookies",
+        "Share on Facebook",
+        "Related stories",
+        "Museum opens new wing",
+        "Subscribe to our newsletter",
+        "All rights reserved",
+    ):
+        assert junk not in article.markdown, junk
+        assert junk not in article.text, junk
+
+
+def test_no_urls_only_link_text(article: Extraction) -> None:
+    assert "published report" in article.markdown
+    for text in (article.markdown, article.text):
+        assert "http" not in text
+        assert "](" not in text
+        assert "chart.png" not in text
+
+
+def test_text_is_plain_same_content(article: Extraction) -> None:
+    text = article.text
+    assert "#" not in text
+    assert "```" not in text
+    assert "What the money pays for" in text
+    assert "Longer opening hours on weekends" in text
+    assert "\n\n" in text
+    assert article.word_count == len(text.split()) or article.word_count > 100
+    # the headline is the title, not repeated as body text
+    assert not text.startswith("Libraries get a bigger budget")
+
+
+def test_inline_emphasis_dropped() -> None:
+    html = f"<html><body><article><p>{LOREM}<b>bold words</b> and <i>italic</i>.</p>"
+    html += f"<p>{LOREM * 2}</p></article></body></html>"
+    result = extract(html)
+    assert "bold words and italic." in result.markdown
+    assert "**" not in result.markdown
+
+
+def test_ordered_list_and_quote() -> None:
+    html = (
+        f"<html><body><article><p>{LOREM * 2}</p><ol><li>First step here</li>"
+        f"<li>Second step here</li></ol><blockquote><p>A quoted sentence that matters "
+        f"a great deal to the story.</p></blockquote><p>{LOREM}</p></article></body></html>"
+    )
+    md = extract(html).markdown
+    assert "1. First step here\n2. Second step here" in md
+    assert "> A quoted sentence" in md
+
+
+# --------------------------------------------------------------------------- title
+
+
+@pytest.mark.parametrize(
+    ("head", "body", "expected"),
+    [
+        ("<title>Big news today | Site Name</title>", "<h1>Big news today</h1>", "Big news today"),
+        (
+            '<title>Big news today - Site Name</title><meta property="og:title" '
+            'content="Big news today">',
+            "",
+            "Big news today",
+        ),
+        (
+            '<title>Site Name: home</title><meta property="og:title" content="The real headline">',
+            "",
+            "The real headline",
+        ),
+        (
+            '<title>A long story about the economy | Site</title><meta property="og:site_name"'
+            ' content="Site">',
+            "",
+            "A long story about the economy",
+        ),
+        ("<title>Only a title</title>", "", "Only a title"),
+        ("", "<h1>Only an h1</h1>", "Only an h1"),
+        ("", "", None),
+    ],
+)
+def test_title_selection(head: str, body: str, expected: str | None) -> None:
+    html = f"<html><head>{head}</head><body>{body}<p>{LOREM * 3}</p></body></html>"
+    assert extract(html).title == expected
+
+
+# --------------------------------------------------------------------------- charsets
+
+SMART = "\u201cSmart quotes\u201d, caf\u00e9 \u2014 na\u00efve r\u00e9sum\u00e9; it\u2019s fine."
+SAMPLES = {
+    "cp1252": SMART + " The quick brown fox jumps over the lazy dog again and again. " * 3,
+    "shift_jis": "日本語のテキストです。これはテストの文章で、東京の天気は晴れです。" * 3,
+    "gb2312": "这是一个中文测试文本，今天北京的天气很好。我们去公园散步吧。" * 3,  # noqa: RUF001
+    "koi8-r": "Это тестовый текст на русском языке. Погода в Москве сегодня хорошая. " * 3,
+}
+
+
+def _page(text: str, meta: str = "") -> str:
+    return f"<html><head>{meta}<title>t</title></head><body><p>{text}</p></body></html>"
+
+
+@pytest.mark.parametrize("encoding", sorted(SAMPLES))
+@pytest.mark.parametrize("where", ["header", "meta", "http-equiv", "sniff"])
+def test_decode_html_charsets(encoding: str, where: str) -> None:
+    text = SAMPLES[encoding]
+    meta = {
+        "meta": f'<meta charset="{encoding}">',
+        "http-equiv": f'<meta http-equiv="Content-Type" content="text/html; charset={encoding}">',
+    }.get(where, "")
+    body = _page(text, meta).encode(encoding)
+    header = f"text/html; charset={encoding}" if where == "header" else "text/html"
+    assert text in decode_html(body, header)
+    if where != "header":
+        assert text in decode_html(body)
+
+
+def test_decode_html_header_beats_meta_and_bom_beats_all() -> None:
+    text = SAMPLES["cp1252"]
+    body = _page(text, '<meta charset="utf-8">').encode("cp1252")
+    assert text in decode_html(body, "text/html; charset=windows-1252")
+    bom = b"\xef\xbb\xbf" + _page("caf\u00e9").encode("utf-8")
+    assert "caf\u00e9" in decode_html(bom, "text/html; charset=iso-8859-1")
+
+
+def test_decode_html_latin1_label_is_windows_1252() -> None:
+    body = _page("it\u2019s").encode("cp1252")
+    assert "it\u2019s" in decode_html(body, "text/html; charset=iso-8859-1")
+
+
+def test_decode_html_never_raises_on_junk() -> None:
+    assert isinstance(decode_html(bytes(range(256)) * 4), str)
+    assert isinstance(decode_html(b"<p>x</p>", "text/html; charset=no-such-codec"), str)
+    assert decode_html(b"") == ""
+
+
+def test_extract_bytes_uses_decoding() -> None:
+    text = SAMPLES["shift_jis"] * 3
+    result = extract(_page(text, '<meta charset="shift_jis">').encode("shift_jis"))
+    assert "東京の天気は晴れです" in result.text
+    assert result.language == "ja"
+
+
+# --------------------------------------------------------------------------- html sniffing
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"<!DOCTYPE html><html><body>x</body></html>",
+        b"\n\n  <html lang=en><p>x",
+        b"\xef\xbb\xbf<!doctype html><title>x</title>",
+        b"<div class=a>fragment</div>",
+        "<html><body>é</body></html>".encode("utf-16"),
+    ],
+)
+def test_looks_like_html_true(body: bytes) -> None:
+    assert looks_like_html(body)
+    assert looks_like_html(body, "text/html; charset=utf-8")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj",
+        b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
+        b"\xff\xd8\xff\xe0\x00\x10JFIF",
+        b"GIF89a\x01\x00",
+        b'{"title": "<b>not html</b>", "items": [1, 2]}',
+        b"[1, 2, 3]",
+        b"PK\x03\x04\x14\x00\x06\x00",
+        b"\x1f\x8b\x08\x00\x00\x00",
+        b"",
+        b"   \n",
+        b"just some plain text without any markup",
+        b'<?xml version="1.0"?><rss version="2.0"><channel></channel></rss>',
+        bytes(range(256)),
+    ],
+)
+def test_looks_like_html_false(body: bytes) -> None:
+    assert not looks_like_html(body)
+
+
+def test_looks_like_html_content_type_wins() -> None:
+    html = b"<html><body>x</body></html>"
+    assert not looks_like_html(html, "application/pdf")
+    assert not looks_like_html(html, "image/png")
+    assert not looks_like_html(html, "application/json")
+    assert looks_like_html(html, "text/html")
+
+
+# --------------------------------------------------------------------------- robustness
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        "",
+        "   ",
+        "<",
+        "<<<>>>",
+        "\x00\x01\x02",
+        "<html></html>",
+        "plain text",
+        "<p>unclosed <b>tags <i>everywhere",
+        "<div>" * 5000 + "deep text" + "</div>" * 5000,
+        "<html><body>" + "<div><p><span>" * 2000 + "deep" + "</span></p></div>" * 2000,
+        "<table>" * 300 + "cell" + "</table>" * 300,
+        '<?xml version="1.0" encoding="utf-8"?><html><body><p>x</p></body></html>',
+        "<html><body>" + "<p>word " * 20000 + "</body></html>",
+        b"\xff\xfe\x00\xd8garbage\x80\x81",
+    ],
+)
+def test_junk_does_not_crash(html: str | bytes) -> None:
+    result = extract(html)
+    assert isinstance(result, Extraction)
+    assert isinstance(result.markdown, str)
+    assert isinstance(result.text, str)
+
+
+def test_wrong_type_raises_value_error() -> None:
+    with pytest.raises(ValueError):
+        extract(123)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        extract(None)  # type: ignore[arg-type]
+
+
+def test_empty_page_gives_empty_markdown() -> None:
+    result = extract("<html><head><title>Empty</title></head><body></body></html>")
+    assert result.markdown == ""
+    assert result.text == ""
+    assert result.word_count == 0
+    assert result.title == "Empty"
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def test_cli_single_file_markdown_and_text(tmp_path: Path) -> None:
+    page = tmp_path / "page.html"
+    page.write_text(ARTICLE, encoding="utf-8")
+    runner = CliRunner()
+    res = runner.invoke(extract_cmd, [str(page)])
+    assert res.exit_code == 0, res.output
+    assert "## What the money pays for" in res.output
+    res = runner.invoke(extract_cmd, ["--format", "text", str(page)])
+    assert res.exit_code == 0
+    assert "What the money pays for" in res.output
+    assert "## " not in res.output
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory", "empty", "binary"])
+def test_cli_bad_input_exit_2(tmp_path: Path, kind: str) -> None:
+    target = tmp_path / "x.html"
+    if kind == "directory":
+        target.mkdir()
+    elif kind == "empty":
+        target.write_bytes(b"")
+    elif kind == "binary":
+        target.write_bytes(b"%PDF-1.4\n\x00\x01\x02binary")
+    res = CliRunner().invoke(extract_cmd, [str(target)])
+    assert res.exit_code == 2
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert len(lines) == 1
+    assert lines[0].startswith("knowledge-crawler: error: ")
+
+
+def test_cli_no_arguments_exit_2() -> None:
+    res = CliRunner().invoke(extract_cmd, [])
+    assert res.exit_code == 2
+    assert "knowledge-crawler: error:" in res.output
+
+
+def test_cli_batch_continues_past_bad_file(tmp_path: Path) -> None:
+    src, dst = tmp_path / "in", tmp_path / "out"
+    src.mkdir()
+    (src / "good.html").write_text(ARTICLE, encoding="utf-8")
+    (src / "bad.html").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    (src / "empty.html").write_bytes(b"")
+    (src / "notes.txt").write_text("ignored", encoding="utf-8")
+    res = CliRunner().invoke(extract_cmd, ["--batch", str(src), str(dst)])
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in dst.iterdir()) == ["good.txt"]
+    out = (dst / "good.txt").read_text(encoding="utf-8")
+    assert "What the money pays for" in out
+    assert "## " not in out  # batch default format is text
+    assert "bad.html" in res.output
+    assert "empty.html" in res.output
+
+
+def test_cli_batch_markdown_format(tmp_path: Path) -> None:
+    src, dst = tmp_path / "in", tmp_path / "out"
+    src.mkdir()
+    (src / "good.html").write_text(ARTICLE, encoding="utf-8")
+    res = CliRunner().invoke(extract_cmd, ["--format", "markdown", "--batch", str(src), str(dst)])
+    assert res.exit_code == 0
+    assert "## What the money pays for" in (dst / "good.txt").read_text(encoding="utf-8")
+
+
+def test_cli_batch_all_bad_or_missing_dir_exit_2(tmp_path: Path) -> None:
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "bad.html").write_bytes(b"")
+    runner = CliRunner()
+    assert runner.invoke(extract_cmd, ["--batch", str(src), str(tmp_path / "o")]).exit_code == 2
+    res = runner.invoke(extract_cmd, ["--batch", str(tmp_path / "nope"), str(tmp_path / "o")])
+    assert res.exit_code == 2
+    assert "knowledge-crawler: error:" in res.output
+
+
+def test_cli_module_does_not_import_scrapy_or_trafilatura() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, knowledge_crawler.cli.extract;"
+        "bad=[m for m in ('scrapy','twisted','trafilatura') if m in sys.modules];"
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
