@@ -24,7 +24,11 @@ class SeedsError(ConfigError):
     """
 
     def __init__(
-        self, message: str, *, file: str | None = None, source: str | None = None,
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        source: str | None = None,
         key: str | None = None,
     ) -> None:
         self.file = file

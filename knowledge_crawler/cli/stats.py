@@ -1,0 +1,117 @@
+"""``knowledge-crawler stats``: is the dataset trustworthy, and what did the last runs do?"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from knowledge_crawler.cli._common import database_option, open_existing_store
+
+__all__ = ["render_stats", "stats"]
+
+_RUN_COLUMNS = (
+    ("pages_new", "new"),
+    ("responses_200_changed", "changed"),
+    ("responses_200_unchanged", "unchanged"),
+    ("responses_304", "304"),
+    ("responses_404", "404"),
+    ("responses_429", "429"),
+    ("duplicates_found", "dups"),
+    ("parse_failures", "parse_fail"),
+    ("quarantined", "quarantined"),
+    ("candidates_discovered", "discovered"),
+    ("upserts_completed", "upserts"),
+)
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> list[str]:
+    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    return [
+        "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        for row in cells
+    ]
+
+
+def render_stats(report: dict[str, Any]) -> str:
+    """The human-readable form of :meth:`Store.stats`."""
+    s = report["sanity"]
+    ok = "ok" if s["rows_equal_identities"] else "MISMATCH: URL normalisation leaked"
+    lines = [
+        f"database: {report['database']}",
+        "",
+        "sanity checks",
+        f"  rows = distinct identities:      {s['total_rows']} = {s['distinct_identities']}  {ok}",
+        f"  one content under several URLs:  {s['shared_content_hashes']} content hashes",
+    ]
+    for ex in s["shared_content_examples"][:5]:
+        lines.append(f"      {ex['content_hash'][:12]}  x{ex['n']}  {' '.join(ex['urls'][:3])}")
+    lines.append(f"  pages not seen in {s['stale_days']} days:       {s['stale_pages']}")
+    for ex in s["stale_examples"][:5]:
+        lines.append(f"      {ex['last_seen_at']}  {ex['canonical_url']}")
+    lines += ["", "sources"]
+    if report["sources"]:
+        lines += _table(
+            ["source", "status", "pages", "duplicates", "thin", "last seen"],
+            [
+                [r["source_id"], r["status"], r["n"], r["duplicates"], r["thin"], r["last_seen_at"]]
+                for r in report["sources"]
+            ],
+        )
+    else:
+        lines.append("  (no pages yet)")
+    lines.append(
+        f"  page versions kept: {report['page_versions']}   quarantined records: "
+        f"{report['quarantined']}"
+    )
+    lines += ["", "last runs"]
+    if report["runs"]:
+        lines += _table(
+            ["run", "started", "reason", *(label for _, label in _RUN_COLUMNS)],
+            [
+                [
+                    r["id"],
+                    r["started_at"][:19] + "Z",
+                    r["finish_reason"] or "running",
+                    *(r[name] for name, _ in _RUN_COLUMNS),
+                ]
+                for r in report["runs"]
+            ],
+        )
+    else:
+        lines.append("  (no runs yet)")
+    return "\n".join(lines)
+
+
+@click.command("stats")
+@database_option
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option(
+    "--stale-days",
+    default=7,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="A page not seen for this many days counts as stale.",
+)
+@click.option(
+    "--runs",
+    default=5,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="How many of the last crawl runs to show.",
+)
+def stats(database: str, as_json: bool, stale_days: int, runs: int) -> None:
+    """Sanity checks, per-source counts by status, and the last runs' counters.
+
+    The three sanity checks: rows equal distinct (source, canonical URL)
+    identities; content hashes shared by several URLs (duplicates or a
+    normalisation bug); pages not seen for --stale-days days.
+    """
+    with open_existing_store(database) as store:
+        report = store.stats(stale_days=stale_days, runs=runs)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    else:
+        click.echo(render_stats(report))

@@ -1,0 +1,49 @@
+"""Items that cross from the spider to the pipelines.
+
+Pure module (dataclasses only). The spider fills the fetch fields; each
+pipeline fills its own group of fields in order (extract, clean,
+canonicalize, fingerprint, dedupe) and the store pipeline loads the result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["PageItem"]
+
+
+@dataclass(slots=True)
+class PageItem:
+    """One fetched response of one source, on its way to the store."""
+
+    # -- set by the spider ------------------------------------------------------
+    source_id: str
+    url: str  #: the URL that was requested (before redirects)
+    final_url: str  #: the URL that answered (after redirects)
+    http_status: int
+    fetched_at: str  #: ISO-8601 UTC, ``Z``
+    content_type: str | None = None
+    html: str | None = None  #: decoded body for text responses; None for binary ones
+    etag: str | None = None
+    last_modified: str | None = None
+    depth: int = 0
+
+    # -- 1. extract -------------------------------------------------------------
+    title: str | None = None
+    content: str = ""  #: main content (markdown), cleaned by step 2
+    headings: list[str] = field(default_factory=list)
+    word_count: int = 0
+    language: str | None = None
+    thin: bool = False
+
+    # -- 3. canonicalize --------------------------------------------------------
+    canonical_url: str = ""
+
+    # -- 4. fingerprint ---------------------------------------------------------
+    content_hash: str = ""
+    minhash: bytes | None = None
+    minhash_params: str | None = None
+
+    # -- 5. dedupe --------------------------------------------------------------
+    duplicate_of: tuple[str, str] | None = None  #: (source_id, canonical_url) of the representative
+    duplicate_kind: str | None = None  #: "exact" or "near"

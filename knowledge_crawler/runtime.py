@@ -1,0 +1,103 @@
+"""Crawler-scoped handles shared by the spider and the pipelines.
+
+:func:`runtime_for` opens the store once per crawler, synchronously, the first
+time any component asks for it, records the crawl run when the spider opens,
+and on ``spider_closed`` (sent after every pipeline's ``close_spider``) writes
+the run's counters and closes the store. Pipelines use the handle; none of them
+owns its lifecycle.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+from weakref import WeakKeyDictionary
+
+from scrapy import Spider, signals
+from scrapy.crawler import Crawler
+
+from knowledge_crawler.discovery.seeds import Source
+from knowledge_crawler.errors import ConfigError
+from knowledge_crawler.store import HEAD_COUNTERS, Store, open_store
+
+__all__ = ["Runtime", "run_counters", "runtime_for"]
+
+logger = logging.getLogger(__name__)
+
+#: crawl_runs column <- Scrapy stats keys that add up to it.
+_COUNTER_SOURCES: dict[str, tuple[str, ...]] = {
+    "candidates_discovered": ("kc/discovery/candidates",),
+    "conditional_requests_sent": ("kc/fetch/conditional",),
+    "responses_304": ("downloader/response_status_count/304",),
+    "responses_200_changed": ("kc/store/changed",),
+    "responses_200_unchanged": ("kc/store/unchanged",),
+    "responses_404": ("downloader/response_status_count/404",),
+    "responses_429": ("downloader/response_status_count/429",),
+    "retries_scheduled": ("retry/count",),
+    "parse_failures": ("kc/extract/failed",),
+    "upserts_completed": ("kc/store/upserted",),
+    "duplicates_found": ("kc/dedupe/exact", "kc/dedupe/near"),
+    "tombstones_created": ("kc/tombstones/created",),
+    "pages_new": ("kc/store/inserted",),
+    "quarantined": ("kc/store/quarantined",),
+}
+assert set(_COUNTER_SOURCES) == set(HEAD_COUNTERS)
+
+
+def run_counters(stats: Mapping[str, Any]) -> dict[str, int]:
+    """The F-METRICS counters, plus every other integer stat, from a Scrapy stats dict."""
+    counters = {k: int(v) for k, v in stats.items() if isinstance(v, int)}
+    for name, keys in _COUNTER_SOURCES.items():
+        counters[name] = sum(int(stats.get(k, 0)) for k in keys)
+    return counters
+
+
+class Runtime:
+    """The store handle, the crawl run and the sources of one crawler."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        url = crawler.settings.get("KC_DATABASE_URL")
+        if not url:
+            raise ConfigError("KC_DATABASE_URL is empty")
+        self.store: Store = open_store(str(url))
+        self.sources: dict[str, Source] = {}
+        self.mode = "crawl"
+        self.run_id: int | None = None
+        crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+
+    def source(self, source_id: str) -> Source:
+        try:
+            return self.sources[source_id]
+        except KeyError:
+            raise ConfigError(f"item of unknown source {source_id!r}") from None
+
+    def _spider_opened(self, spider: Spider) -> None:
+        self.run_id = self.store.start_run(
+            spider=spider.name, sources=sorted(self.sources), mode=self.mode
+        )
+        assert self.crawler.stats is not None
+        self.crawler.stats.set_value("kc/run_id", self.run_id)
+
+    def _spider_closed(self, spider: Spider, reason: str) -> None:
+        try:
+            if self.run_id is not None:
+                assert self.crawler.stats is not None
+                counters = run_counters(self.crawler.stats.get_stats())
+                self.store.finish_run(self.run_id, reason=reason, counters=counters)
+        finally:
+            self.store.close()
+            _RUNTIMES.pop(self.crawler, None)
+
+
+_RUNTIMES: WeakKeyDictionary[Crawler, Runtime] = WeakKeyDictionary()
+
+
+def runtime_for(crawler: Crawler) -> Runtime:
+    """The crawler's :class:`Runtime`, created (and the store opened) on first use."""
+    runtime = _RUNTIMES.get(crawler)
+    if runtime is None:
+        runtime = _RUNTIMES[crawler] = Runtime(crawler)
+    return runtime

@@ -1,0 +1,183 @@
+"""The ``knowledge`` spider: crawls the sources of a seeds file (or a URL list).
+
+``scrapy crawl knowledge -a seeds=seeds/NAME.toml`` or ``-a seeds=URL[,URL...]``;
+``-a source=ID`` keeps one source of the file; ``-a mode=crawl`` (default).
+The spider only discovers and fetches: it yields :class:`PageItem` for each
+response and follows in-scope links; the pipelines do everything else.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, Self
+
+import scrapy
+from scrapy.crawler import Crawler
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http import HtmlResponse, Request, Response, TextResponse
+from scrapy.linkextractors import LinkExtractor
+from scrapy.spidermiddlewares.httperror import HttpError
+from twisted.python.failure import Failure
+
+from knowledge_crawler import meta
+from knowledge_crawler.discovery.seeds import Source, resolve_seeds
+from knowledge_crawler.errors import ConfigError
+from knowledge_crawler.items import PageItem
+from knowledge_crawler.runtime import runtime_for
+from knowledge_crawler.store import utc_now
+from knowledge_crawler.transform.canonical import canonical_url, fetch_url
+
+logger = logging.getLogger(__name__)
+
+MODES = ("crawl",)
+
+_HTML_TYPES = (b"text/html", b"application/xhtml+xml")
+
+
+def _header(response: Response, name: str) -> str | None:
+    value = response.headers.get(name)
+    return value.decode("latin-1") if value else None
+
+
+def check_arguments(spargs: dict[str, str]) -> list[Source]:
+    """The sources that ``-a`` arguments select; :class:`ConfigError` naming what is wrong."""
+    unknown = sorted(set(spargs) - {"seeds", "mode", "source"})
+    if unknown:
+        raise ConfigError(f"unknown argument -a {unknown[0]}=... (known: seeds, mode, source)")
+    seeds = spargs.get("seeds")
+    if not seeds:
+        raise ConfigError("missing -a seeds=FILE.toml or -a seeds=URL[,URL...]")
+    mode = spargs.get("mode", "crawl")
+    if mode not in MODES:
+        raise ConfigError(f"-a mode={mode!r}: expected one of {', '.join(MODES)}")
+    return resolve_seeds(seeds, only=spargs.get("source"))
+
+
+class KnowledgeSpider(scrapy.Spider):
+    name = "knowledge"
+
+    def __init__(
+        self,
+        seeds: str | None = None,
+        mode: str = "crawl",
+        source: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        args = {"seeds": seeds or "", "mode": mode} | ({"source": source} if source else {})
+        self.mode = mode
+        self.sources: dict[str, Source] = {s.id: s for s in check_arguments(args)}
+        self._seen: dict[str, set[str]] = {sid: set() for sid in self.sources}
+        self._links = LinkExtractor(unique=True, canonicalize=False, tags=("a", "area"))
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        runtime = runtime_for(crawler)
+        runtime.sources = dict(spider.sources)
+        runtime.mode = spider.mode
+        spider._configure_slots(crawler)
+        return spider
+
+    def _configure_slots(self, crawler: Crawler) -> None:
+        """Per-source politeness: one download slot per host with its delay and concurrency."""
+        slots: dict[str, dict[str, Any]] = dict(crawler.settings.getdict("DOWNLOAD_SLOTS"))
+        for source in self.sources.values():
+            if source.download_delay is None and source.concurrency_per_host is None:
+                continue
+            for host in source.allowed_domains:
+                slot = dict(slots.get(host, {}))
+                if source.download_delay is not None:
+                    slot["delay"] = source.download_delay
+                if source.concurrency_per_host is not None:
+                    slot["concurrency"] = source.concurrency_per_host
+                slots[host] = slot
+        if slots:
+            crawler.settings.set("DOWNLOAD_SLOTS", slots, priority="spider")
+
+    # -- discovery --------------------------------------------------------------
+
+    async def start(self) -> AsyncIterator[Request]:
+        for source in self.sources.values():
+            for url in source.start_urls:
+                request = self._request(source, url, depth=0)
+                if request is not None:
+                    yield request
+
+    def _request(self, source: Source, url: str, depth: int) -> Request | None:
+        """A request for ``url`` unless it is out of scope, already seen or over the budget."""
+        if not source.in_scope(url):
+            return None
+        try:
+            key = canonical_url(
+                url, keep_params=source.keep_params, tracking_params=source.tracking_params
+            )
+        except ValueError:
+            return None
+        seen = self._seen[source.id]
+        if key in seen:
+            return None
+        if source.max_pages and len(seen) >= source.max_pages:
+            self.crawler.stats.inc_value("kc/discovery/over_max_pages")
+            return None
+        seen.add(key)
+        self.crawler.stats.inc_value("kc/discovery/candidates")
+        return Request(
+            fetch_url(url, tracking_params=source.tracking_params),
+            callback=self.parse,
+            errback=self.on_error,
+            meta={meta.SOURCE: source.id, meta.DEPTH: depth},
+        )
+
+    # -- fetch results ----------------------------------------------------------
+
+    def parse(self, response: Response, **kwargs: Any) -> Iterator[PageItem | Request]:
+        source = self.sources[response.meta[meta.SOURCE]]
+        depth: int = response.meta[meta.DEPTH]
+        if not source.in_scope(response.url):
+            self.crawler.stats.inc_value("kc/fetch/redirected_out_of_scope")
+            return
+        redirects = response.meta.get("redirect_urls") or [response.url]
+        content_type = _header(response, "Content-Type")
+        is_html = isinstance(response, HtmlResponse) or (
+            isinstance(response, TextResponse)
+            and (content_type or "").lower().encode().startswith(_HTML_TYPES)
+        )
+        yield PageItem(
+            source_id=source.id,
+            url=redirects[0],
+            final_url=response.url,
+            http_status=response.status,
+            fetched_at=utc_now(),
+            content_type=content_type,
+            html=response.text if is_html else None,
+            etag=_header(response, "ETag"),
+            last_modified=_header(response, "Last-Modified"),
+            depth=depth,
+        )
+        if (
+            isinstance(response, TextResponse)
+            and is_html
+            and source.follow_links
+            and depth < source.depth_limit
+        ):
+            for link in self._links.extract_links(response):
+                request = self._request(source, link.url, depth + 1)
+                if request is not None:
+                    yield request
+
+    def on_error(self, failure: Failure) -> None:
+        error = failure.value
+        if isinstance(error, HttpError):
+            response: Response = error.response
+            self.crawler.stats.inc_value(f"kc/fetch/http_{response.status}")
+            logger.debug("HTTP %s for %s", response.status, response.url)
+            return
+        request = getattr(failure, "request", None)
+        if isinstance(error, IgnoreRequest):  # robots.txt, offsite, size limits: expected
+            self.crawler.stats.inc_value("kc/fetch/ignored")
+            logger.debug("ignored %s: %s", getattr(request, "url", "?"), error)
+            return
+        self.crawler.stats.inc_value("kc/fetch/errors")
+        logger.warning("fetch failed for %s: %r", getattr(request, "url", "?"), error)

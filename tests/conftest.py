@@ -1,0 +1,40 @@
+"""Shared fixtures: the loopback test site, in-process crawls, a fast engine heartbeat."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from knowledge_crawler.testsite import TestSite
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _fast_engine_heartbeat(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An idle engine re-checks for work every 5 s; short test crawls need not wait that long."""
+    from scrapy.core.engine import ExecutionEngine
+
+    if hasattr(ExecutionEngine, "_SLOT_HEARTBEAT_INTERVAL"):
+        monkeypatch.setattr(ExecutionEngine, "_SLOT_HEARTBEAT_INTERVAL", 0.1)
+
+
+@pytest.fixture(scope="session")
+def site_server() -> Iterator[TestSite]:
+    with TestSite(pages=50, seed=1) as site:
+        yield site
+
+
+@pytest.fixture
+def site(site_server: TestSite) -> Iterator[TestSite]:
+    """The session's test site, reset to its generated state before and after each test."""
+    site_server.reset()
+    yield site_server
+    site_server.reset()
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path}/knowledge.db"

@@ -1,0 +1,146 @@
+"""In-process crawls of the loopback test site, asserting on database rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from knowledge_crawler.testsite import TestSite
+from knowledge_crawler.transform.canonical import canonical_url
+from tests.helpers import coroutine_test, query, run_crawl
+
+pytestmark = pytest.mark.crawl
+
+
+def key(site: TestSite, path: str) -> str:
+    return canonical_url(site.url.rstrip("/") + path)
+
+
+def pages(db_url: str) -> dict[str, dict[str, Any]]:
+    return {r["canonical_url"]: r for r in query(db_url, "SELECT * FROM pages")}
+
+
+def last_run(db_url: str) -> dict[str, Any]:
+    return query(db_url, "SELECT * FROM crawl_runs ORDER BY id DESC LIMIT 1")[0]
+
+
+@coroutine_test
+async def test_first_crawl_stores_each_page_once_and_nothing_it_must_not(
+    site: TestSite, db_url: str
+) -> None:
+    crawler = await run_crawl(db_url, seeds=site.url)
+    manifest = site.manifest()
+    stored = pages(db_url)
+
+    # One row per identity, every article present once.
+    [counts] = query(
+        db_url, "SELECT COUNT(*) AS n, COUNT(DISTINCT source_id || canonical_url) AS d FROM pages"
+    )
+    assert counts["n"] == counts["d"] > 0
+    articles = {key(site, a["path"]) for a in manifest["articles"]}
+    assert articles <= set(stored)
+
+    # Never a tracking-parameter variant, a fragment, a robots-disallowed or control page.
+    for url in stored:
+        assert not any(p in url for p in ("utm_", "gclid", "fbclid", "ref=", "#")), url
+        assert "/private/" not in url and "/__control/" not in url, url
+    assert manifest["private"], "the site must offer disallowed pages for this test to mean much"
+    assert crawler.stats.get_value("robotstxt/forbidden", 0) > 0
+
+    # Boilerplate is gone from content; the article text is there.
+    sample = stored[key(site, manifest["articles"][0]["path"])]
+    assert sample["title"] and sample["word_count"] >= 100
+    for junk in ("Page generated", "Accept all cookies", "Subscribe to our newsletter"):
+        assert junk not in sample["content"]
+    assert len(sample["content_hash"]) == 64
+
+    # Thin pages are stored and flagged; non-HTML responses are not stored but counted.
+    for path in manifest["thin"]:
+        assert stored[key(site, path)]["thin"] == 1
+    assert not any(u.endswith((".pdf", ".json")) for u in stored)
+
+    # Exact copies are stored and point at their original.
+    by_id = {r["id"]: r["canonical_url"] for r in stored.values()}
+    for dup in manifest["exact_duplicates"]:
+        row = stored[key(site, dup["path"])]
+        assert row["duplicate_kind"] == "exact"
+        assert by_id[row["duplicate_of"]] == key(site, dup["of"])
+
+    run = last_run(db_url)
+    assert run["finish_reason"] == "finished"
+    assert run["pages_new"] == len(stored) and run["upserts_completed"] == len(stored)
+    assert run["duplicates_found"] >= len(manifest["exact_duplicates"])
+
+
+@coroutine_test
+async def test_second_crawl_of_unchanged_site_rewrites_nothing(site: TestSite, db_url: str) -> None:
+    await run_crawl(db_url, seeds=site.url)
+    before = pages(db_url)
+    await run_crawl(db_url, seeds=site.url)
+    after = pages(db_url)
+
+    assert set(after) == set(before)
+    run = last_run(db_url)
+    assert run["pages_new"] == 0 and run["responses_200_changed"] == 0
+    assert run["responses_200_unchanged"] == len(before)
+    assert query(db_url, "SELECT COUNT(*) AS n FROM page_versions")[0]["n"] == 0
+    for url, row in after.items():
+        old = before[url]
+        assert row["first_seen_at"] == old["first_seen_at"]
+        assert row["last_changed_at"] == old["last_changed_at"]
+        assert row["content"] == old["content"]
+        assert row["last_seen_at"] > old["last_seen_at"]
+
+
+@coroutine_test
+async def test_real_changes_move_the_hash_and_noise_does_not(site: TestSite, db_url: str) -> None:
+    await run_crawl(db_url, seeds=site.url)
+    before = pages(db_url)
+    kinds = {0: "price", 1: "stock", 2: "text", 3: "append", 4: "whitespace", 5: "case"}
+    for i, kind in kinds.items():
+        site.mutate(i, kind)
+    await run_crawl(db_url, seeds=site.url)
+    after = pages(db_url)
+
+    articles = site.manifest()["articles"]
+    moved = {
+        i
+        for i in kinds
+        if after[key(site, articles[i]["path"])]["content_hash"]
+        != before[key(site, articles[i]["path"])]["content_hash"]
+    }
+    assert moved == {0, 1, 2, 3}
+    assert last_run(db_url)["responses_200_changed"] == 4
+    versions = query(
+        db_url,
+        "SELECT p.canonical_url, v.content FROM page_versions v JOIN pages p ON p.id = v.page_id",
+    )
+    assert {v["canonical_url"] for v in versions} == {
+        key(site, articles[i]["path"]) for i in (0, 1, 2, 3)
+    }
+    for v in versions:
+        assert v["content"] == before[v["canonical_url"]]["content"]
+
+
+@coroutine_test
+async def test_source_file_scope_depth_and_budget(
+    site: TestSite, db_url: str, tmp_path: Path
+) -> None:
+    seeds = tmp_path / "site.toml"
+    seeds.write_text(
+        f"""
+[[source]]
+id = "scoped"
+start_urls = ["{site.url}"]
+depth_limit = 1
+max_pages = 12
+exclude = ["/tag/"]
+"""
+    )
+    await run_crawl(db_url, seeds=str(seeds))
+    rows = query(db_url, "SELECT source_id, canonical_url FROM pages")
+    assert rows and {r["source_id"] for r in rows} == {"scoped"}
+    assert len(rows) <= 12
+    assert not any("/tag/" in r["canonical_url"] for r in rows)
