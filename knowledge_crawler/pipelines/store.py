@@ -59,6 +59,7 @@ class StorePipeline(KcPipeline):
         self._oldest = 0.0
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kc-store")
         self._lock = asyncio.Lock()
+        self._stop = asyncio.Event()
         self._ticker: asyncio.Task[None] | None = None
 
     async def open_spider(self) -> None:
@@ -73,8 +74,11 @@ class StorePipeline(KcPipeline):
         return item
 
     async def _tick(self) -> None:
-        while True:
-            await asyncio.sleep(min(self.flush_seconds / 2, 1.0))
+        """Flush by age. Stopped by ``_stop``, never cancelled: a flush in flight completes."""
+        interval = min(self.flush_seconds / 2, 1.0)
+        while not self._stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), timeout=interval)
             if self._batch and time.monotonic() - self._oldest >= self.flush_seconds:
                 await self.flush()
 
@@ -98,10 +102,9 @@ class StorePipeline(KcPipeline):
             logger.error("quarantined %s %s: %s", key[0], key[1], error)
 
     async def close_spider(self) -> None:
+        self._stop.set()
         if self._ticker is not None:
-            self._ticker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._ticker
+            await self._ticker
         try:
             await self.flush()
         finally:

@@ -71,6 +71,8 @@ async def test_first_crawl_stores_each_page_once_and_nothing_it_must_not(
     run = last_run(db_url)
     assert run["finish_reason"] == "finished"
     assert run["pages_new"] == len(stored) and run["upserts_completed"] == len(stored)
+    # Nothing lost between the pipelines and the database.
+    assert crawler.stats.get_value("item_scraped_count") == len(stored)
     assert run["duplicates_found"] >= len(manifest["exact_duplicates"])
 
 
