@@ -247,11 +247,15 @@ class TestSite:
         """What the site contains right now (see the package docs for the keys)."""
         return cast(dict[str, Any], self._control("manifest"))
 
-    def mutate(self, i: int, kind: str) -> dict[str, Any]:
-        """Change article ``i``; ``kind`` is one of :data:`MUTATION_KINDS`."""
+    def mutate(self, i: int, kind: str, *, copies: bool = True) -> dict[str, Any]:
+        """Change article ``i``; ``kind`` is one of :data:`MUTATION_KINDS`.
+
+        With ``copies=False`` its print and syndicated copies keep their content,
+        so the original moves away from its duplicates.
+        """
         if kind not in MUTATION_KINDS:
             raise ValueError(f"kind must be one of {MUTATION_KINDS}")
-        return cast(dict[str, Any], self._control("mutate", i=i, kind=kind))
+        return cast(dict[str, Any], self._control("mutate", i=i, kind=kind, copies=int(copies)))
 
     def delete(self, i: int, gone: bool = False) -> dict[str, Any]:
         """Article ``i`` (and its print/syndicated copies) answer 404, or 410 if ``gone``."""

@@ -39,6 +39,9 @@ class ArticleState:
 
     status: int = 200
     mutations: tuple[str, ...] = ()
+    #: what the print and syndicated copies show; differs from ``mutations`` after a
+    #: mutation with ``copies=0`` (the original moved away from its copies)
+    copy_mutations: tuple[str, ...] = ()
     version: int = 0
 
     @property
@@ -233,7 +236,8 @@ class SiteApp:
         state = self.state(i)
         if state.status != 200:
             return self._error(state.status)
-        tpl, etag = self._template(kind, i, state.mutations)
+        mutations = state.mutations if kind == "article" else state.copy_mutations
+        tpl, etag = self._template(kind, i, mutations)
         return Reply(
             body=tpl,
             etag=etag,
@@ -315,7 +319,15 @@ class SiteApp:
             kind = req.arg("kind", "")
             if kind not in MUTATION_KINDS:
                 raise BadRequest(f"kind must be one of {', '.join(MUTATION_KINDS)}")
-            self._set_state(i, lambda s: replace(s, mutations=(*s.mutations, kind)))
+            copies = (req.arg("copies", "1") or "1").lower() not in ("0", "false", "no")
+            self._set_state(
+                i,
+                lambda s: replace(
+                    s,
+                    mutations=(*s.mutations, kind),
+                    copy_mutations=(*s.copy_mutations, kind) if copies else s.copy_mutations,
+                ),
+            )
         elif action == "delete":
             gone = (req.arg("gone", "") or "").lower() in ("1", "true", "yes")
             self._set_state(i, lambda s: replace(s, status=410 if gone else 404))
