@@ -8,6 +8,7 @@ canonicalize, fingerprint, dedupe) and the store pipeline loads the result.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["PageItem"]
 
@@ -47,3 +48,7 @@ class PageItem:
     # -- 5. dedupe --------------------------------------------------------------
     duplicate_of: tuple[str, str] | None = None  #: (source_id, canonical_url) of the representative
     duplicate_kind: str | None = None  #: "exact" or "near"
+    duplicate_score: float | None = None  #: estimated Jaccard with the representative
+    #: decisions about other, already stored pages that this page's change caused
+    #: (``store.DuplicateUpdate`` values, written in the same transaction as this page)
+    dedupe_updates: list[Any] = field(default_factory=list)

@@ -9,6 +9,7 @@ owns its lifecycle.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -20,6 +21,7 @@ from scrapy.crawler import Crawler
 from knowledge_crawler.discovery.seeds import Source
 from knowledge_crawler.errors import ConfigError
 from knowledge_crawler.store import HEAD_COUNTERS, Store, open_store
+from knowledge_crawler.transform.minhash import MinHashParams
 
 __all__ = ["Runtime", "run_counters", "runtime_for"]
 
@@ -65,6 +67,16 @@ class Runtime:
         self.sources: dict[str, Source] = {}
         self.mode = "crawl"
         self.run_id: int | None = None
+        settings = crawler.settings
+        try:
+            self._minhash = MinHashParams(
+                num_perm=settings.getint("KC_MINHASH_PERMUTATIONS", 128),
+                seed=settings.getint("KC_MINHASH_SEED", 1),
+                shingle_size=settings.getint("KC_SHINGLE_SIZE", 3),
+            )
+        except ValueError as exc:
+            raise ConfigError(f"MinHash settings: {exc}") from None
+        self._params_by_threshold: dict[float, MinHashParams] = {}
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
@@ -73,6 +85,17 @@ class Runtime:
             return self.sources[source_id]
         except KeyError:
             raise ConfigError(f"item of unknown source {source_id!r}") from None
+
+    def minhash_params(self, threshold: float | None = None) -> MinHashParams:
+        """The MinHash parameters of this crawl, with a source's near-duplicate threshold."""
+        if threshold is None:
+            return self._minhash
+        params = self._params_by_threshold.get(threshold)
+        if params is None:
+            params = self._params_by_threshold[threshold] = dataclasses.replace(
+                self._minhash, threshold=threshold
+            )
+        return params
 
     def _spider_opened(self, spider: Spider) -> None:
         self.run_id = self.store.start_run(

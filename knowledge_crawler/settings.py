@@ -22,8 +22,11 @@ KC_DATABASE_URL = os.environ.get("KC_DATABASE_URL", "sqlite:///data/knowledge.db
 #: Store flush: rows per transaction, and the longest a row waits in memory (s).
 KC_STORE_BATCH_SIZE = 200
 KC_STORE_FLUSH_SECONDS = 2.0
-#: Pages with fewer words are flagged thin (stored, counted, never dropped).
-KC_THIN_WORDS = 50
+#: Near duplicates: MinHash permutations, hash seed and word-shingle size. Stored
+#: signatures record these; a database signed with others is refused.
+KC_MINHASH_PERMUTATIONS = 128
+KC_MINHASH_SEED = 1
+KC_SHINGLE_SIZE = 3
 
 # --- crawling ----------------------------------------------------------------
 USER_AGENT = f"knowledge_crawler/0.1 (+{KC_CONTACT})"

@@ -25,6 +25,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "knowledge_crawler.cli.stats:stats",
         "Sanity checks, per-source counts and the last runs' counters.",
     ),
+    "duplicates": (
+        "knowledge_crawler.cli.duplicates:duplicates",
+        "Clusters of exact and near-duplicate pages.",
+    ),
     "validate": (
         "knowledge_crawler.cli.validate:validate",
         "Check a seeds file without crawling.",

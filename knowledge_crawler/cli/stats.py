@@ -51,6 +51,11 @@ def render_stats(report: dict[str, Any]) -> str:
     lines.append(f"  pages not seen in {s['stale_days']} days:       {s['stale_pages']}")
     for ex in s["stale_examples"][:5]:
         lines.append(f"      {ex['last_seen_at']}  {ex['canonical_url']}")
+    d = report["duplicates"]
+    lines.append(
+        f"  duplicate clusters:              {d['clusters']} ({d['exact']} exact and "
+        f"{d['near']} near duplicate pages; see `knowledge-crawler duplicates`)"
+    )
     lines += ["", "sources"]
     if report["sources"]:
         lines += _table(

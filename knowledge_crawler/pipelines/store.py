@@ -18,7 +18,7 @@ from scrapy.crawler import Crawler
 from knowledge_crawler.errors import ConfigError
 from knowledge_crawler.items import PageItem
 from knowledge_crawler.pipelines._base import KcPipeline
-from knowledge_crawler.store import PageRecord, UpsertResult
+from knowledge_crawler.store import DuplicateUpdate, PageRecord, UpsertResult
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +42,7 @@ def to_record(item: PageItem) -> PageRecord:
         minhash_params=item.minhash_params,
         duplicate_of=item.duplicate_of,
         duplicate_kind=item.duplicate_kind,
+        duplicate_score=item.duplicate_score,
         etag=item.etag,
         last_modified=item.last_modified,
     )
@@ -56,6 +57,7 @@ class StorePipeline(KcPipeline):
         if self.batch_size < 1 or self.flush_seconds <= 0:
             raise ConfigError("KC_STORE_BATCH_SIZE must be >= 1 and KC_STORE_FLUSH_SECONDS > 0")
         self._batch: list[PageRecord] = []
+        self._updates: list[DuplicateUpdate] = []
         self._oldest = 0.0
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kc-store")
         self._lock = asyncio.Lock()
@@ -69,6 +71,7 @@ class StorePipeline(KcPipeline):
         if not self._batch:
             self._oldest = time.monotonic()
         self._batch.append(to_record(item))
+        self._updates.extend(item.dedupe_updates)
         if len(self._batch) >= self.batch_size:
             await self.flush()
         return item
@@ -85,12 +88,16 @@ class StorePipeline(KcPipeline):
     async def flush(self) -> None:
         async with self._lock:
             batch, self._batch = self._batch, []
-            if not batch:
+            updates, self._updates = self._updates, []
+            if not batch and not updates:
                 return
             loop = asyncio.get_running_loop()
             run_id = self.runtime.run_id
             result: UpsertResult = await loop.run_in_executor(
-                self._writer, lambda: self.runtime.store.upsert_pages(batch, run_id=run_id)
+                self._writer,
+                lambda: self.runtime.store.upsert_pages(
+                    batch, run_id=run_id, duplicate_updates=updates
+                ),
             )
         self.inc("store/batches")
         self.inc("store/inserted", len(result.inserted))

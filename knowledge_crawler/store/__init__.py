@@ -3,9 +3,26 @@
 from __future__ import annotations
 
 from knowledge_crawler.errors import StoreError
-from knowledge_crawler.store.base import HEAD_COUNTERS, PageRecord, Store, UpsertResult, utc_now
+from knowledge_crawler.store.base import (
+    HEAD_COUNTERS,
+    DedupeRow,
+    DuplicateUpdate,
+    PageRecord,
+    Store,
+    UpsertResult,
+    utc_now,
+)
 
-__all__ = ["HEAD_COUNTERS", "PageRecord", "Store", "UpsertResult", "open_store", "utc_now"]
+__all__ = [
+    "HEAD_COUNTERS",
+    "DedupeRow",
+    "DuplicateUpdate",
+    "PageRecord",
+    "Store",
+    "UpsertResult",
+    "open_store",
+    "utc_now",
+]
 
 
 def open_store(url: str) -> Store:

@@ -14,6 +14,8 @@ from typing import Any
 
 __all__ = [
     "HEAD_COUNTERS",
+    "DedupeRow",
+    "DuplicateUpdate",
     "PageRecord",
     "Store",
     "UpsertResult",
@@ -66,9 +68,41 @@ class PageRecord:
     #: ``(source_id, canonical_url)`` of the representative page when a duplicate.
     duplicate_of: tuple[str, str] | None = None
     duplicate_kind: str | None = None
+    #: estimated Jaccard similarity with the representative (1.0 for exact duplicates)
+    duplicate_score: float | None = None
     etag: str | None = None
     last_modified: str | None = None
     next_check_at: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.source_id, self.canonical_url)
+
+
+@dataclass(frozen=True, slots=True)
+class DuplicateUpdate:
+    """A new duplicate decision for a page already stored (``duplicate_of=None``: none)."""
+
+    key: tuple[str, str]
+    duplicate_of: tuple[str, str] | None
+    kind: str | None = None
+    score: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DedupeRow:
+    """What deduplication needs to know of one stored, active page."""
+
+    source_id: str
+    canonical_url: str
+    content_hash: str
+    word_count: int
+    #: representative's ``(source_id, canonical_url)`` when the page is a duplicate
+    duplicate_of: tuple[str, str] | None
+    duplicate_kind: str | None = None
+    duplicate_score: float | None = None
+    minhash: bytes | None = None
+    minhash_params: str | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -97,9 +131,13 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def upsert_pages(
-        self, records: Sequence[PageRecord], *, run_id: int | None = None
+        self,
+        records: Sequence[PageRecord],
+        *,
+        run_id: int | None = None,
+        duplicate_updates: Sequence[DuplicateUpdate] = (),
     ) -> UpsertResult:
-        """Load ``records`` in one transaction.
+        """Load ``records``, then apply ``duplicate_updates``, in one transaction.
 
         Upsert on ``(source_id, canonical_url)``: ``first_seen_at`` is set once;
         content, minhash and ``last_changed_at`` move only when the hash moves,
@@ -110,8 +148,28 @@ class Store(abc.ABC):
         """
 
     @abc.abstractmethod
-    def representatives(self) -> Iterator[tuple[str, str, str]]:
-        """``(content_hash, source_id, canonical_url)`` of each active page that is no duplicate."""
+    def dedupe_state(self, *, signatures: bool = True) -> Iterator[DedupeRow]:
+        """Every active page, earliest ``first_seen_at`` first (ties by id).
+
+        With ``signatures``, representatives (pages that are no duplicate) carry
+        their stored MinHash bytes and parameters fingerprint.
+        """
+
+    @abc.abstractmethod
+    def dependents(self, key: tuple[str, str]) -> list[DedupeRow]:
+        """The pages stored as duplicates of ``key``, earliest first, with their MinHash."""
+
+    @abc.abstractmethod
+    def duplicate_clusters(self, kind: str | None = None) -> list[dict[str, Any]]:
+        """Each representative with its duplicates (of ``kind`` "exact"/"near", or both)."""
+
+    @abc.abstractmethod
+    def get_meta(self, key: str) -> str | None:
+        """A dataset-level value (e.g. the MinHash parameters of stored signatures)."""
+
+    @abc.abstractmethod
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a dataset-level value."""
 
     @abc.abstractmethod
     def start_run(self, *, spider: str, sources: Sequence[str], mode: str) -> int:

@@ -122,4 +122,12 @@ MIGRATIONS: tuple[Migration, ...] = (
             _QUARANTINE,
         ),
     ),
+    Migration(
+        "0002_near_duplicates",
+        (
+            "ALTER TABLE pages ADD COLUMN duplicate_score REAL",
+            "CREATE TABLE dataset_meta ("
+            " key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at TEXT NOT NULL)",
+        ),
+    ),
 )

@@ -17,7 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from knowledge_crawler.errors import SchemaMismatchError, StoreError
-from knowledge_crawler.store.base import HEAD_COUNTERS, PageRecord, Store, UpsertResult, utc_now
+from knowledge_crawler.store.base import (
+    HEAD_COUNTERS,
+    DedupeRow,
+    DuplicateUpdate,
+    PageRecord,
+    Store,
+    UpsertResult,
+    utc_now,
+)
 from knowledge_crawler.store.migrations import MIGRATIONS
 
 __all__ = ["SqliteStore", "sqlite_path"]
@@ -26,13 +34,13 @@ _UPSERT = """
 INSERT INTO pages (
     source_id, canonical_url, url, final_url, fetched_at, title, content, headings,
     word_count, language, thin, content_hash, minhash, minhash_params,
-    duplicate_of, duplicate_kind, http_status, etag, last_modified, status,
+    duplicate_of, duplicate_kind, duplicate_score, http_status, etag, last_modified, status,
     first_seen_at, last_seen_at, last_checked_at, last_changed_at, next_check_at
 ) VALUES (
     :source_id, :canonical_url, :url, :final_url, :fetched_at, :title, :content, :headings,
     :word_count, :language, :thin, :content_hash, :minhash, :minhash_params,
     (SELECT id FROM pages WHERE source_id = :dup_source AND canonical_url = :dup_url),
-    :duplicate_kind, :http_status, :etag, :last_modified, 'active',
+    :duplicate_kind, :duplicate_score, :http_status, :etag, :last_modified, 'active',
     :fetched_at, :fetched_at, :fetched_at, :fetched_at, :next_check_at
 )
 ON CONFLICT (source_id, canonical_url) DO UPDATE SET
@@ -55,6 +63,7 @@ ON CONFLICT (source_id, canonical_url) DO UPDATE SET
     content_hash    = excluded.content_hash,
     duplicate_of    = excluded.duplicate_of,
     duplicate_kind  = excluded.duplicate_kind,
+    duplicate_score = excluded.duplicate_score,
     http_status     = excluded.http_status,
     etag            = excluded.etag,
     last_modified   = excluded.last_modified,
@@ -63,6 +72,15 @@ ON CONFLICT (source_id, canonical_url) DO UPDATE SET
     last_checked_at = excluded.last_checked_at,
     next_check_at   = excluded.next_check_at
     -- first_seen_at is deliberately absent: set once, never updated
+"""
+
+_SET_DUPLICATE = """
+UPDATE pages SET
+    duplicate_of = (SELECT id FROM pages
+                    WHERE source_id = :dup_source AND canonical_url = :dup_url),
+    duplicate_kind = :kind,
+    duplicate_score = :score
+WHERE source_id = :source_id AND canonical_url = :canonical_url
 """
 
 _SAVE_VERSION = """
@@ -102,11 +120,27 @@ def _row_params(rec: PageRecord) -> dict[str, Any]:
         "dup_source": dup_source,
         "dup_url": dup_url,
         "duplicate_kind": rec.duplicate_kind if rec.duplicate_of else None,
+        "duplicate_score": rec.duplicate_score if rec.duplicate_of else None,
         "http_status": rec.http_status,
         "etag": rec.etag,
         "last_modified": rec.last_modified,
         "next_check_at": rec.next_check_at,
     }
+
+
+def _dedupe_row(row: Sequence[Any]) -> DedupeRow:
+    source_id, url, digest, words, rep_source, rep_url, kind, score, minhash, params = row
+    return DedupeRow(
+        source_id=source_id,
+        canonical_url=url,
+        content_hash=digest,
+        word_count=words,
+        duplicate_of=(rep_source, rep_url) if rep_url is not None else None,
+        duplicate_kind=kind,
+        duplicate_score=score,
+        minhash=bytes(minhash) if minhash is not None else None,
+        minhash_params=params,
+    )
 
 
 class SqliteStore(Store):
@@ -181,14 +215,20 @@ class SqliteStore(Store):
     # -- writes -----------------------------------------------------------------
 
     def upsert_pages(
-        self, records: Sequence[PageRecord], *, run_id: int | None = None
+        self,
+        records: Sequence[PageRecord],
+        *,
+        run_id: int | None = None,
+        duplicate_updates: Sequence[DuplicateUpdate] = (),
     ) -> UpsertResult:
-        if not records:
+        if not records and not duplicate_updates:
             return UpsertResult()
         with self._lock:
             try:
                 with self._transaction():
-                    return self._load(records)
+                    result = self._load(records)
+                    self._set_duplicates(duplicate_updates)
+                    return result
             except (sqlite3.Error, ValueError, TypeError, OverflowError):
                 pass  # isolate the offender(s) below
             result = UpsertResult()
@@ -204,7 +244,27 @@ class SqliteStore(Store):
                 result.inserted += one.inserted
                 result.changed += one.changed
                 result.unchanged += one.unchanged
+            with self._transaction():
+                self._set_duplicates(duplicate_updates)
             return result
+
+    def _set_duplicates(self, updates: Sequence[DuplicateUpdate]) -> None:
+        if not updates:
+            return
+        self._conn.executemany(
+            _SET_DUPLICATE,
+            [
+                {
+                    "source_id": u.key[0],
+                    "canonical_url": u.key[1],
+                    "dup_source": u.duplicate_of[0] if u.duplicate_of else None,
+                    "dup_url": u.duplicate_of[1] if u.duplicate_of else None,
+                    "kind": u.kind if u.duplicate_of else None,
+                    "score": u.score if u.duplicate_of else None,
+                }
+                for u in updates
+            ],
+        )
 
     def _load(self, records: Sequence[PageRecord]) -> UpsertResult:
         conn = self._conn
@@ -273,13 +333,86 @@ class SqliteStore(Store):
 
     # -- reads ------------------------------------------------------------------
 
-    def representatives(self) -> Iterator[tuple[str, str, str]]:
+    def dedupe_state(self, *, signatures: bool = True) -> Iterator[DedupeRow]:
+        minhash = (
+            "CASE WHEN p.duplicate_of IS NULL THEN p.minhash END, "
+            "CASE WHEN p.duplicate_of IS NULL THEN p.minhash_params END"
+            if signatures
+            else "NULL, NULL"
+        )
         with self._lock:
             rows = self._conn.execute(
-                "SELECT content_hash, source_id, canonical_url FROM pages "
-                "WHERE duplicate_of IS NULL AND status = 'active' ORDER BY first_seen_at, id"
+                "SELECT p.source_id, p.canonical_url, p.content_hash, p.word_count, "
+                "r.source_id, r.canonical_url, p.duplicate_kind, p.duplicate_score, "
+                f"{minhash} "
+                "FROM pages p LEFT JOIN pages r ON r.id = p.duplicate_of "
+                "WHERE p.status = 'active' ORDER BY p.first_seen_at, p.id"
             ).fetchall()
-        yield from rows
+        for row in rows:
+            yield _dedupe_row(row)
+
+    def dependents(self, key: tuple[str, str]) -> list[DedupeRow]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT d.source_id, d.canonical_url, d.content_hash, d.word_count, "
+                "r.source_id, r.canonical_url, d.duplicate_kind, d.duplicate_score, "
+                "d.minhash, d.minhash_params "
+                "FROM pages d JOIN pages r ON r.id = d.duplicate_of "
+                "WHERE r.source_id = ? AND r.canonical_url = ? AND d.status = 'active' "
+                "ORDER BY d.first_seen_at, d.id",
+                key,
+            ).fetchall()
+        return [_dedupe_row(row) for row in rows]
+
+    def duplicate_clusters(self, kind: str | None = None) -> list[dict[str, Any]]:
+        where = "d.duplicate_of IS NOT NULL" + (" AND d.duplicate_kind = ?" if kind else "")
+        rows = self.query(
+            "SELECT r.source_id AS rep_source, r.canonical_url AS rep_url, r.title AS rep_title, "
+            "d.source_id, d.canonical_url, d.title, d.duplicate_kind AS kind, "
+            "d.duplicate_score AS score "
+            f"FROM pages d JOIN pages r ON r.id = d.duplicate_of WHERE {where} "
+            "ORDER BY r.first_seen_at, r.id, d.first_seen_at, d.id",
+            (kind,) if kind else (),
+        )
+        clusters: dict[tuple[str, str], dict[str, Any]] = {}
+        for r in rows:
+            cluster = clusters.setdefault(
+                (r["rep_source"], r["rep_url"]),
+                {
+                    "representative": {
+                        "source_id": r["rep_source"],
+                        "canonical_url": r["rep_url"],
+                        "title": r["rep_title"],
+                    },
+                    "duplicates": [],
+                },
+            )
+            cluster["duplicates"].append(
+                {
+                    "source_id": r["source_id"],
+                    "canonical_url": r["canonical_url"],
+                    "title": r["title"],
+                    "kind": r["kind"],
+                    "score": r["score"],
+                }
+            )
+        return list(clusters.values())
+
+    def get_meta(self, key: str) -> str | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT value FROM dataset_meta WHERE key = ?", (key,)
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._lock, self._transaction() as conn:
+            conn.execute(
+                "INSERT INTO dataset_meta (key, value, updated_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value, "
+                "updated_at = excluded.updated_at",
+                (key, value, utc_now()),
+            )
 
     def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[sqlite3.Row]:
         """Run a read-only query and return rows that index by column name."""
@@ -312,6 +445,16 @@ class SqliteStore(Store):
             "SUM(thin) AS thin, MAX(last_seen_at) AS last_seen_at "
             "FROM pages GROUP BY source_id, status ORDER BY source_id, status"
         )
+        dup_kinds = {
+            r["duplicate_kind"]: r["n"]
+            for r in q(
+                "SELECT duplicate_kind, COUNT(*) AS n FROM pages "
+                "WHERE duplicate_of IS NOT NULL GROUP BY duplicate_kind"
+            )
+        }
+        clusters = q(
+            "SELECT COUNT(DISTINCT duplicate_of) AS n FROM pages WHERE duplicate_of IS NOT NULL"
+        )[0]["n"]
         versions = q("SELECT COUNT(*) AS n FROM page_versions")[0]["n"]
         quarantined = q("SELECT COUNT(*) AS n FROM quarantine")[0]["n"]
         last_runs = q("SELECT * FROM crawl_runs ORDER BY id DESC LIMIT ?", (runs,))
@@ -331,6 +474,11 @@ class SqliteStore(Store):
                 "stale_examples": [dict(r) for r in stale[:10]],
             },
             "sources": [dict(r) for r in per_source],
+            "duplicates": {
+                "clusters": clusters,
+                "exact": dup_kinds.get("exact", 0),
+                "near": dup_kinds.get("near", 0),
+            },
             "page_versions": versions,
             "quarantined": quarantined,
             "runs": [

@@ -35,7 +35,15 @@ from ._vocab import (
 SITE_EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
 """Publication dates are spread over the year after this instant."""
 
-MUTATION_KINDS: tuple[str, ...] = ("price", "text", "stock", "whitespace", "case", "append")
+MUTATION_KINDS: tuple[str, ...] = (
+    "price",
+    "text",
+    "stock",
+    "whitespace",
+    "case",
+    "append",
+    "rewrite",  # every paragraph rewritten: the page no longer resembles its old self
+)
 
 _SLOT = re.compile(r"\{(\w+)\}")
 _A_AN = re.compile(r"\b([Aa]) (?=[aeiouAEIOU])")
@@ -414,6 +422,15 @@ class SiteModel:
         if counts["text"]:
             rng = random.Random(f"{self.seed}:text:{i}:{counts['text']}")
             blocks[0] = Block("lead", Prose(rng, meta.topic, meta.secondary).paragraph(3))
+        if counts["rewrite"]:
+            rng = random.Random(f"{self.seed}:rewrite:{i}:{counts['rewrite']}")
+            prose = Prose(rng, meta.topic, meta.secondary)
+            blocks = [
+                Block(b.kind, prose.paragraph(max(2, b.text.count(". ") + 1)))
+                if b.kind in ("lead", "p")
+                else b
+                for b in blocks
+            ]
         if counts["case"]:
             for pos, b in enumerate(blocks):
                 if b.kind == "h2":

@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from knowledge_crawler.errors import SchemaMismatchError, StoreError
-from knowledge_crawler.store import HEAD_COUNTERS, PageRecord, Store, open_store, utc_now
+from knowledge_crawler.store import (
+    HEAD_COUNTERS,
+    DuplicateUpdate,
+    PageRecord,
+    Store,
+    open_store,
+    utc_now,
+)
 from knowledge_crawler.transform.fingerprint import content_hash
 
 T0 = "2026-01-01T00:00:00.000000Z"
@@ -107,7 +114,10 @@ def test_duplicate_of_points_at_the_representative(store: Store) -> None:
     assert got == [
         {"dup": "https://example.com/p2", "rep": "https://example.com/p1", "kind": "exact"}
     ]
-    assert [r[2] for r in store.representatives()] == ["https://example.com/p1"]
+    state = list(store.dedupe_state())
+    assert [r.canonical_url for r in state] == ["https://example.com/p1", "https://example.com/p2"]
+    assert state[0].duplicate_of is None
+    assert state[1].duplicate_of == ("s", "https://example.com/p1")
 
 
 def test_runs_record_counters(store: Store) -> None:
@@ -158,3 +168,79 @@ def test_wal_and_parent_folder(tmp_path: Path) -> None:
 def test_unknown_url_scheme() -> None:
     with pytest.raises(StoreError, match="unsupported"):
         open_store("mysql://x")
+
+
+def test_dedupe_state_carries_representative_signatures_only(store: Store) -> None:
+    store.upsert_pages(
+        [
+            rec(1, "a b c", minhash=b"sig1", minhash_params="mh1:x"),
+            rec(
+                2,
+                "a b c d",
+                minhash=b"sig2",
+                minhash_params="mh1:x",
+                duplicate_of=("s", "https://example.com/p1"),
+                duplicate_kind="near",
+                duplicate_score=0.9,
+            ),
+        ]
+    )
+    rows = {r.canonical_url: r for r in store.dedupe_state()}
+    assert rows["https://example.com/p1"].minhash == b"sig1"
+    assert rows["https://example.com/p2"].minhash is None  # a duplicate is not indexed
+    assert rows["https://example.com/p2"].duplicate_kind == "near"
+    [dep] = store.dependents(("s", "https://example.com/p1"))
+    assert dep.key == ("s", "https://example.com/p2") and dep.minhash == b"sig2"
+    assert dep.duplicate_score == 0.9
+
+
+def test_duplicate_updates_apply_in_the_same_transaction(store: Store) -> None:
+    same = "shared words"
+    store.upsert_pages(
+        [
+            rec(1, same),
+            rec(
+                2,
+                same,
+                duplicate_of=("s", "https://example.com/p1"),
+                duplicate_kind="exact",
+                duplicate_score=1.0,
+            ),
+        ]
+    )
+    # p1 changes; p2 is re-decided as a representative in the same call.
+    result = store.upsert_pages(
+        [rec(1, "new words", at=T1)],
+        duplicate_updates=[DuplicateUpdate(("s", "https://example.com/p2"), None)],
+    )
+    assert result.changed == [("s", "https://example.com/p1")]
+    assert store.dependents(("s", "https://example.com/p1")) == []
+    [row] = rows(store, "SELECT * FROM pages WHERE canonical_url = ?", "https://example.com/p2")
+    assert row["duplicate_of"] is None and row["duplicate_kind"] is None
+    assert store.duplicate_clusters() == []
+
+
+def test_duplicate_clusters(store: Store) -> None:
+    p1 = ("s", "https://example.com/p1")
+    store.upsert_pages(
+        [
+            rec(1, "x y"),
+            rec(2, "x y", duplicate_of=p1, duplicate_kind="exact", duplicate_score=1.0),
+            rec(3, "x y z", duplicate_of=p1, duplicate_kind="near", duplicate_score=0.91),
+        ]
+    )
+    [cluster] = store.duplicate_clusters()
+    assert cluster["representative"]["canonical_url"] == "https://example.com/p1"
+    assert [(d["kind"], d["score"]) for d in cluster["duplicates"]] == [
+        ("exact", 1.0),
+        ("near", 0.91),
+    ]
+    assert [d["kind"] for d in store.duplicate_clusters("near")[0]["duplicates"]] == ["near"]
+    assert store.stats()["duplicates"] == {"clusters": 1, "exact": 1, "near": 1}
+
+
+def test_meta_values(store: Store) -> None:
+    assert store.get_meta("minhash_signature") is None
+    store.set_meta("minhash_signature", "mh1:p128:s1:k3")
+    store.set_meta("minhash_signature", "mh1:p128:s1:k3")
+    assert store.get_meta("minhash_signature") == "mh1:p128:s1:k3"

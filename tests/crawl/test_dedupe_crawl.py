@@ -1,0 +1,122 @@
+"""Exact and near duplicates across real crawls of the test site, and their consistency."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from knowledge_crawler.testsite import TestSite
+from knowledge_crawler.transform.canonical import canonical_url
+from tests.helpers import coroutine_test, query, run_crawl
+
+pytestmark = pytest.mark.crawl
+
+
+def key(site: TestSite, path: str) -> str:
+    return canonical_url(site.url.rstrip("/") + path)
+
+
+def decisions(db_url: str) -> dict[str, tuple[Any, ...]]:
+    """canonical_url -> (representative URL, kind, score) for every stored page."""
+    rows = query(
+        db_url,
+        "SELECT p.canonical_url, r.canonical_url AS rep, p.duplicate_kind, p.duplicate_score "
+        "FROM pages p LEFT JOIN pages r ON r.id = p.duplicate_of",
+    )
+    return {r["canonical_url"]: (r["rep"], r["duplicate_kind"], r["duplicate_score"]) for r in rows}
+
+
+@coroutine_test
+async def test_copies_and_near_copies_are_marked_and_stable(site: TestSite, db_url: str) -> None:
+    crawler = await run_crawl(db_url, seeds=site.url)
+    manifest = site.manifest()
+    got = decisions(db_url)
+
+    assert manifest["exact_duplicates"] and manifest["near_duplicates"]
+    for dup in manifest["exact_duplicates"]:
+        assert got[key(site, dup["path"])] == (key(site, dup["of"]), "exact", 1.0)
+    for dup in manifest["near_duplicates"]:
+        rep, kind, score = got[key(site, dup["path"])]
+        assert (rep, kind) == (key(site, dup["of"]), "near")
+        assert 0.85 <= score < 1.0
+    # Unrelated articles sharing a vocabulary are never merged.
+    for article in manifest["articles"]:
+        assert got[key(site, article["path"])] == (None, None, None)
+    marked = [u for u, d in got.items() if d[0] is not None]
+    copies = {
+        key(site, d["path"]) for d in manifest["exact_duplicates"] + manifest["near_duplicates"]
+    }
+    # Besides the copies, only the first article listing is marked: it repeats the home page.
+    assert set(marked) - copies == {key(site, "/articles")}
+    assert got[key(site, "/articles")][0] == key(site, "/")
+    found = crawler.stats.get_value("kc/dedupe/exact", 0) + crawler.stats.get_value(
+        "kc/dedupe/near", 0
+    )
+    assert found == len(marked)
+
+    # A second crawl restores the state from the database and changes nothing.
+    again = await run_crawl(db_url, seeds=site.url)
+    assert decisions(db_url) == got
+    assert again.stats.get_value("kc/dedupe/restored_pages") == len(got)
+    assert again.stats.get_value("kc/dedupe/reassigned", 0) == 0
+
+
+def seeds_file(tmp_path: Path, site: TestSite, *paths: str, depth: int = 5) -> str:
+    """A source "site" starting at ``paths`` (the whole site by default)."""
+    urls = ", ".join(f'"{site.url.rstrip("/")}{p}"' for p in paths or ("/",))
+    path = tmp_path / f"site-{len(list(tmp_path.glob('site-*.toml')))}.toml"
+    path.write_text(f'[[source]]\nid = "site"\nstart_urls = [{urls}]\ndepth_limit = {depth}\n')
+    return str(path)
+
+
+@coroutine_test
+async def test_a_representative_that_moves_away_releases_its_duplicates(
+    site: TestSite, db_url: str, tmp_path: Path
+) -> None:
+    manifest = site.manifest()
+    by_path = {a["path"]: a["i"] for a in manifest["articles"]}
+    exact = manifest["exact_duplicates"][0]
+    near = manifest["near_duplicates"][0]
+    await run_crawl(db_url, seeds=seeds_file(tmp_path, site))
+    assert decisions(db_url)[key(site, exact["path"])][0] == key(site, exact["of"])
+
+    # The originals are rewritten, their copies keep the old text, and only the
+    # originals are fetched again: the copies must be re-evaluated from the store.
+    site.mutate(by_path[exact["of"]], "rewrite", copies=False)
+    site.mutate(by_path[near["of"]], "rewrite", copies=False)
+    originals = seeds_file(tmp_path, site, exact["of"], near["of"], depth=0)
+    crawler = await run_crawl(db_url, seeds=originals)
+    assert crawler.stats.get_value("item_scraped_count") == 2
+    got = decisions(db_url)
+
+    # No pointer to an unrelated page remains: each copy is now its own representative,
+    # or the duplicate of another page with its content (never the rewritten original).
+    for dup in (exact, near):
+        rep = got[key(site, dup["path"])][0]
+        assert rep != key(site, dup["of"])
+    assert got[key(site, exact["path"])] == (None, None, None)
+    assert crawler.stats.get_value("kc/dedupe/reassigned", 0) >= 2
+    # Every remaining pointer is backed by the content: same hash for exact pairs.
+    rows = query(
+        db_url,
+        "SELECT p.content_hash AS h, r.content_hash AS rh, p.duplicate_kind AS kind "
+        "FROM pages p JOIN pages r ON r.id = p.duplicate_of",
+    )
+    assert rows and all(r["h"] == r["rh"] for r in rows if r["kind"] == "exact")
+
+
+@coroutine_test
+async def test_a_small_change_keeps_the_copy_as_a_near_duplicate(
+    site: TestSite, db_url: str, tmp_path: Path
+) -> None:
+    manifest = site.manifest()
+    exact = manifest["exact_duplicates"][1]
+    i = {a["path"]: a["i"] for a in manifest["articles"]}[exact["of"]]
+    await run_crawl(db_url, seeds=seeds_file(tmp_path, site))
+    site.mutate(i, "append", copies=False)  # one review added to the original only
+    await run_crawl(db_url, seeds=seeds_file(tmp_path, site, exact["of"], depth=0))
+    rep, kind, score = decisions(db_url)[key(site, exact["path"])]
+    assert (rep, kind) == (key(site, exact["of"]), "near")
+    assert 0.85 <= score < 1.0
