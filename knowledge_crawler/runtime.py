@@ -17,15 +17,26 @@ from weakref import WeakKeyDictionary
 
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
+from scrapy.settings import BaseSettings
 
 from knowledge_crawler.discovery.seeds import Source
-from knowledge_crawler.errors import ConfigError
+from knowledge_crawler.errors import ConfigError, StoreError
 from knowledge_crawler.store import HEAD_COUNTERS, Store, open_store
 from knowledge_crawler.transform.minhash import MinHashParams
 
-__all__ = ["Runtime", "run_counters", "runtime_for"]
+__all__ = [
+    "Runtime",
+    "check_database",
+    "check_signatures",
+    "minhash_params_from",
+    "run_counters",
+    "runtime_for",
+]
 
 logger = logging.getLogger(__name__)
+
+#: dataset_meta key recording the MinHash parameters of the stored signatures
+META_SIGNATURES = "minhash_signature"
 
 #: crawl_runs column <- Scrapy stats keys that add up to it.
 _COUNTER_SOURCES: dict[str, tuple[str, ...]] = {
@@ -55,6 +66,45 @@ def run_counters(stats: Mapping[str, Any]) -> dict[str, int]:
     return counters
 
 
+def minhash_params_from(settings: BaseSettings) -> MinHashParams:
+    """The crawl's MinHash parameters from ``KC_MINHASH_*`` / ``KC_SHINGLE_SIZE``."""
+    try:
+        return MinHashParams(
+            num_perm=settings.getint("KC_MINHASH_PERMUTATIONS", 128),
+            seed=settings.getint("KC_MINHASH_SEED", 1),
+            shingle_size=settings.getint("KC_SHINGLE_SIZE", 3),
+        )
+    except ValueError as exc:
+        raise ConfigError(f"MinHash settings: {exc}") from None
+
+
+def check_signatures(store: Store, params: MinHashParams) -> None:
+    """Refuse a database whose stored MinHash signatures were made with other parameters."""
+    wanted = params.signature_fingerprint()
+    stored = store.get_meta(META_SIGNATURES)
+    if stored is None:
+        store.set_meta(META_SIGNATURES, wanted)
+    elif stored != wanted:
+        raise ConfigError(
+            f"{store.url}: its MinHash signatures were made with {stored}, this crawl uses "
+            f"{wanted} (KC_MINHASH_PERMUTATIONS, KC_MINHASH_SEED, KC_SHINGLE_SIZE); "
+            "use the database's parameters or another database"
+        )
+
+
+def check_database(settings: BaseSettings) -> None:
+    """Open the configured database once (migrating it) and check it suits these settings."""
+    url = settings.get("KC_DATABASE_URL")
+    if not url:
+        raise ConfigError("KC_DATABASE_URL is empty")
+    try:
+        store = open_store(str(url))
+    except StoreError as exc:
+        raise ConfigError(str(exc)) from exc
+    with store:
+        check_signatures(store, minhash_params_from(settings))
+
+
 class Runtime:
     """The store handle, the crawl run and the sources of one crawler."""
 
@@ -67,16 +117,13 @@ class Runtime:
         self.sources: dict[str, Source] = {}
         self.mode = "crawl"
         self.run_id: int | None = None
-        settings = crawler.settings
-        try:
-            self._minhash = MinHashParams(
-                num_perm=settings.getint("KC_MINHASH_PERMUTATIONS", 128),
-                seed=settings.getint("KC_MINHASH_SEED", 1),
-                shingle_size=settings.getint("KC_SHINGLE_SIZE", 3),
-            )
-        except ValueError as exc:
-            raise ConfigError(f"MinHash settings: {exc}") from None
+        self._minhash = minhash_params_from(crawler.settings)
         self._params_by_threshold: dict[float, MinHashParams] = {}
+        try:
+            check_signatures(self.store, self._minhash)
+        except ConfigError:
+            self.store.close()
+            raise
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 

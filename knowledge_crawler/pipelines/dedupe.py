@@ -35,9 +35,6 @@ logger = logging.getLogger(__name__)
 Key = tuple[str, str]
 _SEP = "|"  # source ids never contain it (see discovery.seeds)
 
-#: dataset_meta key recording the MinHash parameters of the stored signatures
-META_SIGNATURES = "minhash_signature"
-
 
 def _index_key(key: Key) -> str:
     return f"{key[0]}{_SEP}{key[1]}"
@@ -70,16 +67,6 @@ class DedupePipeline(KcPipeline):
         started = time.monotonic()
         store = self.runtime.store
         self._base = self.runtime.minhash_params()
-        stored = store.get_meta(META_SIGNATURES)
-        wanted = self._base.signature_fingerprint()
-        if stored is not None and stored != wanted:
-            raise ConfigError(
-                f"the database's MinHash signatures were made with {stored}, this crawl uses "
-                f"{wanted} (KC_MINHASH_PERMUTATIONS, KC_MINHASH_SEED, KC_SHINGLE_SIZE); "
-                "use the database's parameters or a new database"
-            )
-        if stored is None:
-            store.set_meta(META_SIGNATURES, wanted)
         self._rank: dict[Key, int] = {}
         self._hash_of: dict[Key, str] = {}
         self._by_hash: dict[str, Key] = {}

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from knowledge_crawler.errors import ConfigError
 from knowledge_crawler.testsite import TestSite
 from knowledge_crawler.transform.canonical import canonical_url
 from tests.helpers import coroutine_test, query, run_crawl
@@ -120,3 +121,17 @@ async def test_a_small_change_keeps_the_copy_as_a_near_duplicate(
     rep, kind, score = decisions(db_url)[key(site, exact["path"])]
     assert (rep, kind) == (key(site, exact["of"]), "near")
     assert 0.85 <= score < 1.0
+
+
+@coroutine_test
+async def test_signatures_made_with_other_parameters_are_refused(
+    site: TestSite, db_url: str, tmp_path: Path
+) -> None:
+    seeds = seeds_file(tmp_path, site, "/about", depth=0)
+    await run_crawl(db_url, seeds=seeds)
+    before = query(db_url, "SELECT canonical_url, minhash FROM pages")
+    with pytest.raises(ConfigError, match=r"made with mh1:p128:s1:k3, this crawl uses .*k4"):
+        await run_crawl(db_url, {"KC_SHINGLE_SIZE": 4}, seeds=seeds)
+    assert query(db_url, "SELECT canonical_url, minhash FROM pages") == before
+    [meta] = query(db_url, "SELECT value FROM dataset_meta WHERE key = 'minhash_signature'")
+    assert meta["value"].endswith(":k3")

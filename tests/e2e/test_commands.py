@@ -87,3 +87,17 @@ def test_stats_without_database_is_bad_input(tmp_path: Path) -> None:
     result = run([str(BIN / "knowledge-crawler"), "stats"], tmp_path / "missing.db")
     assert result.returncode == 2
     assert result.stderr.strip().startswith("knowledge-crawler: error: no database")
+
+
+def test_database_signed_with_other_minhash_parameters_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "k.db"
+    from knowledge_crawler.store import open_store
+
+    with open_store(f"sqlite:///{db}") as store:
+        store.set_meta("minhash_signature", "mh1:p64:s7:k5")
+    result = run(
+        [str(BIN / "scrapy"), "crawl", "knowledge", "-a", "seeds=http://127.0.0.1:9/"], db, 60
+    )
+    assert result.returncode == 2
+    [line] = result.stderr.strip().splitlines()
+    assert "made with mh1:p64:s7:k5" in line
