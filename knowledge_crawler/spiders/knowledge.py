@@ -151,6 +151,8 @@ class KnowledgeSpider(scrapy.Spider):
             http_status=response.status,
             fetched_at=utc_now(),
             content_type=content_type,
+            # Scrapy decodes by header, BOM, <meta>, then charset detection (as
+            # transform.extract.decode_html does for files); the link extractor reuses it.
             html=response.text if is_html else None,
             etag=_header(response, "ETag"),
             last_modified=_header(response, "Last-Modified"),

@@ -12,6 +12,7 @@ import textwrap
 from collections.abc import Iterable, Sequence
 from html import escape
 
+from ._charsets import CHARSET_PAGES
 from ._content import LINK_VARIANTS, ArticleView, Block, SiteModel, format_price, slugify
 
 SITE_NAME = "Localhost Journal"
@@ -352,6 +353,9 @@ class Renderer:
             "<h2>Downloads</h2>\n<ul>"
             '<li><a href="files/report.pdf">Annual report (PDF)</a></li>'
             '<li><a href="api/data.json">Open data (JSON)</a></li></ul>'
+            "<h2>International editions</h2>\n<ul>"
+            + "".join(f'<li><a href="intl/{name}">{name}</a></li>' for name in CHARSET_PAGES)
+            + "</ul>"
         )
         return self.layout(
             title=SITE_NAME,

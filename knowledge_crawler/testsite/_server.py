@@ -22,6 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
 from urllib.parse import parse_qs, urlsplit
 
+from ._charsets import CHARSET_PAGES, charset_page
 from ._content import MUTATION_KINDS, TRACKING_PARAMS, SiteModel, format_price, product_state
 from ._pages import CSRF_MARK, CSS, ROBOTS_TXT, TS_MARK, Renderer, fake_pdf
 
@@ -121,6 +122,7 @@ class SiteApp:
             (r"/files/report\.pdf", get, self._route_pdf),
             (r"/api/data\.json", get, self._route_json),
             (r"/static/site\.css", get, self._route_css),
+            (r"/intl/(?P<name>[a-z0-9-]+)", get, self._route_charset),
             (r"/__control/manifest", get, self._route_manifest),
             (r"/__control/(?P<action>mutate|delete|restore|reset)", post, self._route_control),
         ]
@@ -300,6 +302,13 @@ class SiteApp:
     def _route_json(self, req: Request, match: re.Match[str]) -> Reply:
         return Reply(200, self._json, "application/json", _etag(repr(self._json)), _STATIC_MODIFIED)
 
+    def _route_charset(self, req: Request, match: re.Match[str]) -> Reply:
+        page = charset_page(match.group("name"))
+        if page is None:
+            return self._error(404)
+        body, content_type = page
+        return Reply(200, body, content_type, _etag(repr(body)), _STATIC_MODIFIED)
+
     def _route_css(self, req: Request, match: re.Match[str]) -> Reply:
         return Reply(200, CSS.encode(), "text/css; charset=utf-8", _etag(CSS), _STATIC_MODIFIED)
 
@@ -402,6 +411,16 @@ class SiteApp:
                 {"path": "/api/data.json", "content_type": "application/json"},
             ],
             "thin": ["/about"],
+            "charsets": [
+                {
+                    "path": f"/intl/{name}",
+                    "encoding": enc,
+                    "declared": declared,
+                    "title": title,
+                    "text": paragraphs[0],
+                }
+                for name, (enc, declared, title, paragraphs) in CHARSET_PAGES.items()
+            ],
             "listing": listing,
             "redirects": redirects,
             "static": ["/static/site.css"],

@@ -146,3 +146,13 @@ exclude = ["/tag/"]
     assert rows and {r["source_id"] for r in rows} == {"scoped"}
     assert len(rows) <= 12
     assert not any("/tag/" in r["canonical_url"] for r in rows)
+
+
+@coroutine_test
+async def test_legacy_encodings_decode_whether_declared_or_not(site: TestSite, db_url: str) -> None:
+    await run_crawl(db_url, seeds=site.url)
+    stored = pages(db_url)
+    for page in site.manifest()["charsets"]:
+        row = stored[key(site, page["path"])]
+        assert page["text"] in row["content"], (page["encoding"], row["content"][:200])
+        assert row["title"] == page["title"]

@@ -410,6 +410,7 @@ def test_crawl_matches_manifest(site: TestSite, manifest: dict[str, Any]) -> Non
         | {n["path"] for n in manifest["non_html"]}
         | set(manifest["thin"])
         | set(manifest["listing"])
+        | {c["path"] for c in manifest["charsets"]}
     )
     assert fetched.keys() == described
     # The messy real-world link variants all occur.
@@ -419,3 +420,16 @@ def test_crawl_matches_manifest(site: TestSite, manifest: dict[str, Any]) -> Non
     for param in TRACKING_PARAMS:
         assert any(f"{param}=" in u for u in raw_links), param
     assert any(urlsplit(u).hostname == "twitter.com" for u in raw_links)
+
+
+def test_charset_pages_are_served_in_their_encoding(site: TestSite) -> None:
+    for page in site.manifest()["charsets"]:
+        reply = site.fetch(page["path"])
+        assert reply.status == 200
+        header = reply.headers.get("Content-Type", "")
+        assert ("charset=" in header) == (page["declared"] == "header")
+        body = reply.body
+        assert page["text"].encode(page["encoding"]) in body
+        if page["encoding"] != "windows-1252":
+            with pytest.raises(UnicodeDecodeError):
+                body.decode("utf-8")
