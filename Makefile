@@ -33,7 +33,7 @@ demo: $(STAMP) ## Crawl the loopback test site twice into data/knowledge.db and 
 	$(PY) -m knowledge_crawler.demo
 
 bench: $(STAMP) ## Benchmarks (see docs/benchmarks.md)
-	$(PY) bench/run_all.py
+	$(PY) bench/run_all.py --write
 
 clean: ## Remove the virtualenv, caches and data/
 	rm -rf $(VENV) data .pytest_cache .mypy_cache .ruff_cache *.egg-info

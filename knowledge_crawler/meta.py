@@ -2,11 +2,13 @@
 
 ``kc_source``  (str)  id of the source a request belongs to; set by the spider.
 ``kc_depth``   (int)  link distance from the source's start URLs; 0 for a start URL.
+``kc_key``     (str)  canonical URL of the requested URL (before any redirect).
 """
 
 from __future__ import annotations
 
-__all__ = ["DEPTH", "SOURCE"]
+__all__ = ["DEPTH", "KEY", "SOURCE"]
 
 SOURCE = "kc_source"
 DEPTH = "kc_depth"
+KEY = "kc_key"

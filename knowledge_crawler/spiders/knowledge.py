@@ -11,13 +11,15 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, Self
+from urllib.parse import urljoin, urlsplit
 
 import scrapy
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Request, Response, TextResponse
-from scrapy.linkextractors import LinkExtractor
+from scrapy.linkextractors import IGNORED_EXTENSIONS
 from scrapy.spidermiddlewares.httperror import HttpError
+from scrapy.utils.response import get_base_url
 from twisted.python.failure import Failure
 
 from knowledge_crawler import meta
@@ -33,6 +35,29 @@ logger = logging.getLogger(__name__)
 MODES = ("crawl",)
 
 _HTML_TYPES = (b"text/html", b"application/xhtml+xml")
+#: links to these file types are not worth a request (images, media, archives, office files)
+_SKIPPED_EXTENSIONS = frozenset(f".{ext}" for ext in IGNORED_EXTENSIONS)
+
+
+def page_links(response: TextResponse) -> list[str]:
+    """Absolute http(s) URLs of the page's ``<a>``/``<area>`` links, in order, without repeats.
+
+    A lean replacement for Scrapy's LinkExtractor (which cost about 14 ms a page,
+    mostly in its extension filter): the same sources, one XPath, a set lookup
+    for skipped file extensions.
+    """
+    base = get_base_url(response)
+    found: dict[str, None] = {}
+    for href in response.xpath("//a/@href | //area/@href").getall():
+        url = urljoin(base, href.strip())
+        if not url.startswith(("http://", "https://")):
+            continue
+        path = urlsplit(url).path
+        dot = path.rfind(".")
+        if dot > path.rfind("/") and path[dot:].lower() in _SKIPPED_EXTENSIONS:
+            continue
+        found.setdefault(url, None)
+    return list(found)
 
 
 def _header(response: Response, name: str) -> str | None:
@@ -69,7 +94,6 @@ class KnowledgeSpider(scrapy.Spider):
         self.mode = mode
         self.sources: dict[str, Source] = {s.id: s for s in check_arguments(args)}
         self._seen: dict[str, set[str]] = {sid: set() for sid in self.sources}
-        self._links = LinkExtractor(unique=True, canonicalize=False, tags=("a", "area"))
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
@@ -127,7 +151,10 @@ class KnowledgeSpider(scrapy.Spider):
             fetch_url(url, tracking_params=source.tracking_params),
             callback=self.parse,
             errback=self.on_error,
-            meta={meta.SOURCE: source.id, meta.DEPTH: depth},
+            # Breadth first: a page is reached by its shortest link path, so the
+            # depth limit cuts the same pages on every run.
+            priority=-depth,
+            meta={meta.SOURCE: source.id, meta.DEPTH: depth, meta.KEY: key},
         )
 
     # -- fetch results ----------------------------------------------------------
@@ -139,6 +166,17 @@ class KnowledgeSpider(scrapy.Spider):
             self.crawler.stats.inc_value("kc/fetch/redirected_out_of_scope")
             return
         redirects = response.meta.get("redirect_urls") or [response.url]
+        if response.meta.get("redirect_urls"):
+            # A redirect may land on a page that is also requested directly (under
+            # another URL variant): the page is then that request's, not this one's.
+            key = canonical_url(
+                response.url, keep_params=source.keep_params, tracking_params=source.tracking_params
+            )
+            seen = self._seen[source.id]
+            if key != response.meta.get(meta.KEY) and key in seen:
+                self.crawler.stats.inc_value("kc/discovery/redirect_to_known_page")
+                return
+            seen.add(key)
         content_type = _header(response, "Content-Type")
         is_html = isinstance(response, HtmlResponse) or (
             isinstance(response, TextResponse)
@@ -164,8 +202,8 @@ class KnowledgeSpider(scrapy.Spider):
             and source.follow_links
             and depth < source.depth_limit
         ):
-            for link in self._links.extract_links(response):
-                request = self._request(source, link.url, depth + 1)
+            for link in page_links(response):
+                request = self._request(source, link, depth + 1)
                 if request is not None:
                     yield request
 

@@ -270,8 +270,13 @@ class SqliteStore(Store):
         conn = self._conn
         result = UpsertResult()
         now = utc_now()
-        rows = []
+        rows: list[dict[str, Any]] = []
+        pending: set[tuple[str, str]] = set()
         for rec in records:
+            if rec.key in pending:  # the same page twice in one batch: write the first one
+                conn.executemany(_UPSERT, rows)
+                rows.clear()
+                pending.clear()
             prior = conn.execute(
                 "SELECT id, content_hash FROM pages WHERE source_id = ? AND canonical_url = ?",
                 rec.key,
@@ -284,6 +289,7 @@ class SqliteStore(Store):
                 conn.execute(_SAVE_VERSION, (now, prior[0]))
                 result.changed.append(rec.key)
             rows.append(_row_params(rec))
+            pending.add(rec.key)
         conn.executemany(_UPSERT, rows)
         return result
 

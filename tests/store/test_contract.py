@@ -70,8 +70,19 @@ def test_changed_hash_rewrites_content_and_keeps_a_version(store: Store) -> None
 
 
 def test_one_row_per_identity_across_sources(store: Store) -> None:
-    store.upsert_pages([rec(1), rec(1, source_id="other"), rec(1)])
+    result = store.upsert_pages([rec(1), rec(1, source_id="other"), rec(1)])
     assert rows(store, "SELECT COUNT(*) AS n FROM pages")[0]["n"] == 2
+    # The repeat in the same batch is no second insert.
+    assert len(result.inserted) == 2 and result.unchanged == [("s", "https://example.com/p1")]
+
+
+def test_a_page_changing_twice_in_one_batch_keeps_both_versions(store: Store) -> None:
+    store.upsert_pages([rec(1, "first")])
+    result = store.upsert_pages([rec(1, "second", at=T1), rec(1, "third", at=T1)])
+    assert result.changed == [("s", "https://example.com/p1")] * 2
+    versions = rows(store, "SELECT content FROM page_versions ORDER BY id")
+    assert [v["content"] for v in versions] == ["first", "second"]
+    assert rows(store, "SELECT content FROM pages")[0]["content"] == "third"
 
 
 def test_bad_record_is_quarantined_and_the_rest_load(store: Store) -> None:

@@ -1,0 +1,286 @@
+"""Benchmark: SQLite store load speed (``upsert_pages``), per-row commits vs batches.
+
+    .venv/bin/python bench/bench_store.py [--quick] [-n N] [--repeat K]
+
+N records (default 5000, ``--quick`` 1000) of ~800 words (~5 KB of markdown, made from the
+test site's prose generator) are loaded with ``open_store("sqlite:///TMP/x.db")``:
+
+* ``per-row commit`` (baseline): ``upsert_pages([rec])`` once per record, so every record is
+  its own transaction;
+* ``batch B``: ``upsert_pages`` on slices of B records (50, 200 = KC_STORE_BATCH_SIZE, 1000);
+* ``re-upsert unchanged``: the same N records again (same hashes: no content rewrite);
+* ``re-upsert changed``: every record with one paragraph rewritten (new hash: the old
+  content is appended to ``page_versions``).
+
+Records carry a real MinHash signature (``transform.minhash``, as the fingerprint stage
+stores it) and are built once, before any timing, and handed to the runs as a pickle.
+
+Each scenario runs in its own fresh Python process on a fresh database file in a temporary
+directory (``$TMPDIR``, default /tmp), repeated K times (default 3, scenarios interleaved);
+the best run is kept. Re-upsert scenarios first load the N records at batch 200 (untimed).
+Reported: rows/s on wall and CPU time (``time.process_time`` of the loading process, user +
+system), the ratio of each to the per-row baseline measured in the same run, bytes written,
+peak RSS of the process (VmHWM) and its growth during the timed load, and the database file
+size after ``close()``. Prints a markdown snippet on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import pickle
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+#: name -> (kind, batch size)
+SCENARIOS: dict[str, tuple[str, int]] = {
+    "per-row commit (baseline)": ("insert", 1),
+    "batch 50": ("insert", 50),
+    "batch 200 (default)": ("insert", 200),
+    "batch 1000": ("insert", 1000),
+    "re-upsert unchanged, batch 200": ("unchanged", 200),
+    "re-upsert changed, batch 200": ("changed", 200),
+}
+
+
+# ----------------------------------------------------------------------------- records
+
+
+def _pool(seed: int) -> tuple[list[str], list[str]]:
+    """Headings and paragraphs from the test site's deterministic prose generator."""
+    from knowledge_crawler.testsite._content import Prose
+    from knowledge_crawler.testsite._vocab import TOPICS
+
+    rng = random.Random(seed)
+    headings: list[str] = []
+    paragraphs: list[str] = []
+    for i in range(400):
+        prose = Prose(rng, TOPICS[i % len(TOPICS)], TOPICS[(i * 7 + 3) % len(TOPICS)])
+        headings.append(prose.heading())
+        paragraphs.extend(prose.paragraph(rng.randint(3, 7)) for _ in range(4))
+    return headings, paragraphs
+
+
+def make_records(n: int, seed: int = 1) -> tuple[list[Any], list[Any]]:
+    """``n`` records of ~800 words, and the same records with one paragraph rewritten."""
+    from knowledge_crawler.store import PageRecord
+
+    headings, paragraphs = _pool(seed)
+    rng = random.Random(seed + 1)
+    fetched = "2026-01-01T00:00:00.000000Z"
+    records, changed = [], []
+    for i in range(n):
+        parts: list[str] = [f"# Article {i}: {rng.choice(headings)}"]
+        heads: list[str] = []
+        words = 0
+        while words < 800:
+            if len(parts) % 3 == 1:
+                heads.append(rng.choice(headings))
+                parts.append("## " + heads[-1])
+            para = rng.choice(paragraphs)
+            parts.append(para)
+            words += para.count(" ") + 1
+        content = "\n\n".join(parts)
+        url = f"https://bench.example.com/articles/{i:06d}-{heads[0].lower().replace(' ', '-')}"
+        rec = PageRecord(
+            source_id="bench",
+            canonical_url=url,
+            url=url + "?utm_source=bench",
+            final_url=url,
+            fetched_at=fetched,
+            http_status=200,
+            content_hash=hashlib.sha256(content.encode()).hexdigest(),
+            content=content,
+            title=f"Article {i}",
+            headings=tuple(heads),
+            word_count=len(content.split()),
+            language="en",
+            etag=f'"{i:x}"',
+            last_modified="Mon, 01 Jan 2026 00:00:00 GMT",
+        )
+        records.append(rec)
+        parts[2] = rng.choice(paragraphs) + " Updated."
+        new = "\n\n".join(parts)
+        changed.append(
+            replace(
+                rec,
+                content=new,
+                content_hash=hashlib.sha256(new.encode()).hexdigest(),
+                fetched_at="2026-01-02T00:00:00.000000Z",
+            )
+        )
+    _sign(records)
+    _sign(changed)
+    return records, changed
+
+
+def _sign(records: list[Any]) -> None:
+    """MinHash signatures as the fingerprint stage stores them (skipped if unavailable)."""
+    try:
+        from knowledge_crawler.transform.minhash import DEFAULT, signatures, to_bytes
+    except ImportError:
+        return
+    params = DEFAULT.fingerprint()
+    for rec, sig in zip(records, signatures([r.content for r in records]), strict=True):
+        rec.minhash, rec.minhash_params = to_bytes(sig), params
+
+
+# ----------------------------------------------------------------------------- child
+
+
+def _proc_status(field: str) -> int:
+    """A ``/proc/self/status`` memory field in KiB (0 where there is no /proc)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _written() -> int:
+    """Bytes this process has written through system calls (``/proc/self/io`` wchar)."""
+    try:
+        with open("/proc/self/io") as fh:
+            for line in fh:
+                if line.startswith("wchar:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _child(kind: str, batch: int, data: Path, db: Path) -> dict[str, Any]:
+    from knowledge_crawler.store import open_store
+
+    with data.open("rb") as fh:
+        records, changed = pickle.load(fh)
+    n = len(records)
+    url = f"sqlite:///{db}"
+    store = open_store(url)
+    if kind != "insert":
+        for i in range(0, n, 200):  # untimed initial load
+            store.upsert_pages(records[i : i + 200])
+    load = changed if kind == "changed" else records
+    rss_before = _proc_status("VmRSS")
+    counts = {"inserted": 0, "changed": 0, "unchanged": 0, "quarantined": 0}
+    io0 = _written()
+    w0, c0 = time.perf_counter(), time.process_time()
+    for i in range(0, n, batch):
+        result = store.upsert_pages(load[i : i + batch])
+        counts["inserted"] += len(result.inserted)
+        counts["changed"] += len(result.changed)
+        counts["unchanged"] += len(result.unchanged)
+        counts["quarantined"] += len(result.quarantined)
+    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+    peak = _proc_status("VmHWM")
+    written = _written() - io0
+    versions = store.query("SELECT COUNT(*) AS n FROM page_versions")[0]["n"]  # type: ignore[attr-defined]
+    store.close()
+    expected = {"insert": "inserted", "unchanged": "unchanged", "changed": "changed"}[kind]
+    if counts[expected] != n:
+        raise SystemExit(f"bench_store: expected {n} {expected}, got {counts}")
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "peak_rss_kib": peak,
+        "rss_growth_kib": max(0, peak - rss_before),
+        "db_bytes": db.stat().st_size,
+        "versions": versions,
+        "written": written,
+        "content_bytes": sum(len(r.content.encode()) for r in load),
+    }
+
+
+def _run_child(kind: str, batch: int, data: Path) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="kc-bench-store-") as tmp:
+        db = Path(tmp) / "x.db"
+        cmd = [sys.executable, __file__, "--child", kind, str(batch), str(data), str(db)]
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=(__doc__ or "").split("\n\n")[0],
+        epilog="\n\n".join((__doc__ or "").split("\n\n")[2:]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("--quick", action="store_true", help="1000 records instead of 5000")
+    ap.add_argument("-n", type=int, help="number of records (overrides --quick)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per scenario, best kept")
+    ap.add_argument(
+        "--child", nargs=4, metavar=("KIND", "BATCH", "DATA", "DB"), help=argparse.SUPPRESS
+    )
+    args = ap.parse_args()
+    if args.child:
+        kind, batch, data, db = args.child
+        print(json.dumps(_child(kind, int(batch), Path(data), Path(db))))
+        return 0
+
+    n = args.n or (1000 if args.quick else 5000)
+    best: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="kc-bench-records-") as tmp:
+        data = Path(tmp) / "records.pickle"
+        with data.open("wb") as fh:
+            pickle.dump(make_records(n), fh, protocol=pickle.HIGHEST_PROTOCOL)
+        for _ in range(max(1, args.repeat)):
+            for name, (kind, batch) in SCENARIOS.items():
+                run = _run_child(kind, batch, data)
+                if name not in best or run["wall"] < best[name]["wall"]:
+                    best[name] = run
+                best[name]["cpu_best"] = min(run["cpu"], best[name].get("cpu_best", run["cpu"]))
+
+    import sqlite3
+
+    base = best["per-row commit (baseline)"]
+    mean_kb = base["content_bytes"] / n / 1000
+    print(
+        f"Store load speed: {n} records of ~800 words ({mean_kb:.1f} KB content each), "
+        f"SQLite {sqlite3.sqlite_version} (WAL, synchronous=NORMAL), one fresh process and DB "
+        f"file per run, best of {args.repeat} (wall and CPU taken separately)\n"
+    )
+    print(
+        "| scenario | rows/s (wall) | vs per-row (wall) | rows/s (CPU) | vs per-row (CPU) "
+        "| written MiB | peak RSS MiB | RSS growth MiB | DB MiB | page_versions |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, r in best.items():
+        print(
+            f"| {name} | {n / r['wall']:,.0f} | {base['wall'] / r['wall']:.1f}x "
+            f"| {n / r['cpu_best']:,.0f} | {base['cpu_best'] / r['cpu_best']:.1f}x "
+            f"| {r['written'] / 2**20:.1f} | {r['peak_rss_kib'] / 1024:.0f} "
+            f"| {r['rss_growth_kib'] / 1024:.1f} "
+            f"| {r['db_bytes'] / 2**20:.1f} | {r['versions']} |"
+        )
+    notes = [
+        "Records carry a MinHash signature (as the fingerprint stage stores it) and are built "
+        "before the timed load; re-upsert scenarios first load them at batch 200, untimed.",
+        "written = bytes the process wrote during the timed load (/proc/self/io wchar: WAL "
+        "frames and checkpoints). RSS growth = peak RSS (VmHWM) minus RSS before the load.",
+        "WAL with synchronous=NORMAL does not fsync on commit (only checkpoints do), so a "
+        "per-row commit costs little more than its WAL write; the batching gain is much "
+        "larger where every commit fsyncs (rollback journal or synchronous=FULL on a disk "
+        "with slow fsync).",
+    ]
+    print("\n" + "\n".join(f"- {line}" for line in notes))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
