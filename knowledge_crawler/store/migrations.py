@@ -21,8 +21,12 @@ class Migration:
     statements: tuple[str, ...]
 
 
-_PAGES = """
-CREATE TABLE pages (
+# A page is two rows: its metadata, rewritten on every visit, and its content
+# with its MinHash signature, written only when the content hash moves, so a
+# revisit of an unchanged page writes a few hundred bytes, not the whole text.
+# The ``pages`` view joins them: that is what users and queries read.
+_PAGE_META = """
+CREATE TABLE page_meta (
     id               INTEGER PRIMARY KEY AUTOINCREMENT,
     source_id        TEXT NOT NULL,
     canonical_url    TEXT NOT NULL CHECK (canonical_url LIKE 'http%'),
@@ -30,16 +34,14 @@ CREATE TABLE pages (
     final_url        TEXT NOT NULL,
     fetched_at       TEXT NOT NULL,
     title            TEXT,
-    content          TEXT NOT NULL,
     headings         TEXT NOT NULL DEFAULT '[]',
     word_count       INTEGER NOT NULL DEFAULT 0 CHECK (word_count >= 0),
     language         TEXT,
     thin             INTEGER NOT NULL DEFAULT 0 CHECK (thin IN (0, 1)),
     content_hash     TEXT NOT NULL CHECK (length(content_hash) = 64),
-    minhash          BLOB,
-    minhash_params   TEXT,
-    duplicate_of     INTEGER REFERENCES pages(id) ON DELETE SET NULL,
+    duplicate_of     INTEGER REFERENCES page_meta(id) ON DELETE SET NULL,
     duplicate_kind   TEXT CHECK (duplicate_kind IN ('exact', 'near')),
+    duplicate_score  REAL,
     http_status      INTEGER CHECK (http_status BETWEEN 100 AND 599),
     etag             TEXT,
     last_modified    TEXT,
@@ -54,10 +56,29 @@ CREATE TABLE pages (
 )
 """
 
+_PAGE_CONTENT = """
+CREATE TABLE page_content (
+    page_id         INTEGER PRIMARY KEY REFERENCES page_meta(id) ON DELETE CASCADE,
+    content         TEXT NOT NULL,
+    minhash         BLOB,
+    minhash_params  TEXT
+)
+"""
+
+_PAGES_VIEW = """
+CREATE VIEW pages AS
+SELECT m.id, m.source_id, m.canonical_url, m.url, m.final_url, m.fetched_at, m.title,
+       c.content, m.headings, m.word_count, m.language, m.thin, m.content_hash,
+       c.minhash, c.minhash_params, m.duplicate_of, m.duplicate_kind, m.duplicate_score,
+       m.http_status, m.etag, m.last_modified, m.status, m.first_seen_at, m.last_seen_at,
+       m.last_checked_at, m.last_changed_at, m.next_check_at
+FROM page_meta m LEFT JOIN page_content c ON c.page_id = m.id
+"""
+
 _VERSIONS = """
 CREATE TABLE page_versions (
     id            INTEGER PRIMARY KEY AUTOINCREMENT,
-    page_id       INTEGER NOT NULL REFERENCES pages(id) ON DELETE CASCADE,
+    page_id       INTEGER NOT NULL REFERENCES page_meta(id) ON DELETE CASCADE,
     content_hash  TEXT NOT NULL,
     title         TEXT,
     content       TEXT NOT NULL,
@@ -110,22 +131,18 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "0001_pages_runs_quarantine",
         (
-            _PAGES,
-            "CREATE INDEX idx_pages_last_seen ON pages (last_seen_at)",
-            "CREATE INDEX idx_pages_fetched ON pages (fetched_at)",
-            "CREATE INDEX idx_pages_hash ON pages (content_hash)",
-            "CREATE INDEX idx_pages_due ON pages (source_id, next_check_at)",
-            "CREATE INDEX idx_pages_duplicate_of ON pages (duplicate_of)",
+            _PAGE_META,
+            "CREATE INDEX idx_pages_last_seen ON page_meta (last_seen_at)",
+            "CREATE INDEX idx_pages_fetched ON page_meta (fetched_at)",
+            "CREATE INDEX idx_pages_hash ON page_meta (content_hash)",
+            "CREATE INDEX idx_pages_due ON page_meta (source_id, next_check_at)",
+            "CREATE INDEX idx_pages_duplicate_of ON page_meta (duplicate_of)",
+            _PAGE_CONTENT,
+            _PAGES_VIEW,
             _VERSIONS,
             "CREATE INDEX idx_versions_page ON page_versions (page_id, replaced_at)",
             _RUNS,
             _QUARANTINE,
-        ),
-    ),
-    Migration(
-        "0002_near_duplicates",
-        (
-            "ALTER TABLE pages ADD COLUMN duplicate_score REAL",
             "CREATE TABLE dataset_meta ("
             " key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at TEXT NOT NULL)",
         ),

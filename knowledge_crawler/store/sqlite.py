@@ -30,16 +30,17 @@ from knowledge_crawler.store.migrations import MIGRATIONS
 
 __all__ = ["SqliteStore", "sqlite_path"]
 
+# Metadata: rewritten on every visit. Content: only when the hash moves (_PUT_CONTENT).
 _UPSERT = """
-INSERT INTO pages (
-    source_id, canonical_url, url, final_url, fetched_at, title, content, headings,
-    word_count, language, thin, content_hash, minhash, minhash_params,
+INSERT INTO page_meta (
+    source_id, canonical_url, url, final_url, fetched_at, title, headings,
+    word_count, language, thin, content_hash,
     duplicate_of, duplicate_kind, duplicate_score, http_status, etag, last_modified, status,
     first_seen_at, last_seen_at, last_checked_at, last_changed_at, next_check_at
 ) VALUES (
-    :source_id, :canonical_url, :url, :final_url, :fetched_at, :title, :content, :headings,
-    :word_count, :language, :thin, :content_hash, :minhash, :minhash_params,
-    (SELECT id FROM pages WHERE source_id = :dup_source AND canonical_url = :dup_url),
+    :source_id, :canonical_url, :url, :final_url, :fetched_at, :title, :headings,
+    :word_count, :language, :thin, :content_hash,
+    (SELECT id FROM page_meta WHERE source_id = :dup_source AND canonical_url = :dup_url),
     :duplicate_kind, :duplicate_score, :http_status, :etag, :last_modified, 'active',
     :fetched_at, :fetched_at, :fetched_at, :fetched_at, :next_check_at
 )
@@ -52,14 +53,8 @@ ON CONFLICT (source_id, canonical_url) DO UPDATE SET
     word_count      = excluded.word_count,
     language        = excluded.language,
     thin            = excluded.thin,
-    content         = CASE WHEN pages.content_hash = excluded.content_hash
-                           THEN pages.content ELSE excluded.content END,
-    minhash         = CASE WHEN pages.content_hash = excluded.content_hash
-                            AND pages.minhash_params IS excluded.minhash_params
-                           THEN pages.minhash ELSE excluded.minhash END,
-    minhash_params  = excluded.minhash_params,
-    last_changed_at = CASE WHEN pages.content_hash = excluded.content_hash
-                           THEN pages.last_changed_at ELSE excluded.last_changed_at END,
+    last_changed_at = CASE WHEN page_meta.content_hash = excluded.content_hash
+                           THEN page_meta.last_changed_at ELSE excluded.last_changed_at END,
     content_hash    = excluded.content_hash,
     duplicate_of    = excluded.duplicate_of,
     duplicate_kind  = excluded.duplicate_kind,
@@ -74,9 +69,17 @@ ON CONFLICT (source_id, canonical_url) DO UPDATE SET
     -- first_seen_at is deliberately absent: set once, never updated
 """
 
+_PUT_CONTENT = """
+INSERT INTO page_content (page_id, content, minhash, minhash_params)
+VALUES ((SELECT id FROM page_meta WHERE source_id = :source_id AND canonical_url = :canonical_url),
+        :content, :minhash, :minhash_params)
+ON CONFLICT (page_id) DO UPDATE SET
+    content = excluded.content, minhash = excluded.minhash, minhash_params = excluded.minhash_params
+"""
+
 _SET_DUPLICATE = """
-UPDATE pages SET
-    duplicate_of = (SELECT id FROM pages
+UPDATE page_meta SET
+    duplicate_of = (SELECT id FROM page_meta
                     WHERE source_id = :dup_source AND canonical_url = :dup_url),
     duplicate_kind = :kind,
     duplicate_score = :score
@@ -86,6 +89,12 @@ WHERE source_id = :source_id AND canonical_url = :canonical_url
 _SAVE_VERSION = """
 INSERT INTO page_versions (page_id, content_hash, title, content, fetched_at, replaced_at)
 SELECT id, content_hash, title, content, fetched_at, ? FROM pages WHERE id = ?
+"""
+
+_PRIOR = """
+SELECT m.id, m.content_hash, c.minhash_params, c.page_id IS NOT NULL
+FROM page_meta m LEFT JOIN page_content c ON c.page_id = m.id
+WHERE m.source_id = ? AND m.canonical_url = ?
 """
 
 
@@ -271,26 +280,35 @@ class SqliteStore(Store):
         result = UpsertResult()
         now = utc_now()
         rows: list[dict[str, Any]] = []
+        contents: list[dict[str, Any]] = []
         pending: set[tuple[str, str]] = set()
+
+        def write() -> None:
+            conn.executemany(_UPSERT, rows)
+            conn.executemany(_PUT_CONTENT, contents)
+            rows.clear()
+            contents.clear()
+            pending.clear()
+
         for rec in records:
             if rec.key in pending:  # the same page twice in one batch: write the first one
-                conn.executemany(_UPSERT, rows)
-                rows.clear()
-                pending.clear()
-            prior = conn.execute(
-                "SELECT id, content_hash FROM pages WHERE source_id = ? AND canonical_url = ?",
-                rec.key,
-            ).fetchone()
+                write()
+            prior = conn.execute(_PRIOR, rec.key).fetchone()
+            params = _row_params(rec)
             if prior is None:
                 result.inserted.append(rec.key)
+                contents.append(params)
             elif prior[1] == rec.content_hash:
                 result.unchanged.append(rec.key)
+                if not prior[3] or prior[2] != rec.minhash_params:
+                    contents.append(params)  # re-signed with other MinHash parameters
             else:
                 conn.execute(_SAVE_VERSION, (now, prior[0]))
                 result.changed.append(rec.key)
-            rows.append(_row_params(rec))
+                contents.append(params)
+            rows.append(params)
             pending.add(rec.key)
-        conn.executemany(_UPSERT, rows)
+        write()
         return result
 
     def _quarantine(self, rec: PageRecord, error: str, run_id: int | None) -> None:
@@ -351,7 +369,7 @@ class SqliteStore(Store):
                 "SELECT p.source_id, p.canonical_url, p.content_hash, p.word_count, "
                 "r.source_id, r.canonical_url, p.duplicate_kind, p.duplicate_score, "
                 f"{minhash} "
-                "FROM pages p LEFT JOIN pages r ON r.id = p.duplicate_of "
+                "FROM pages p LEFT JOIN page_meta r ON r.id = p.duplicate_of "
                 "WHERE p.status = 'active' ORDER BY p.first_seen_at, p.id"
             ).fetchall()
         for row in rows:
@@ -363,7 +381,7 @@ class SqliteStore(Store):
                 "SELECT d.source_id, d.canonical_url, d.content_hash, d.word_count, "
                 "r.source_id, r.canonical_url, d.duplicate_kind, d.duplicate_score, "
                 "d.minhash, d.minhash_params "
-                "FROM pages d JOIN pages r ON r.id = d.duplicate_of "
+                "FROM pages d JOIN page_meta r ON r.id = d.duplicate_of "
                 "WHERE r.source_id = ? AND r.canonical_url = ? AND d.status = 'active' "
                 "ORDER BY d.first_seen_at, d.id",
                 key,

@@ -255,3 +255,29 @@ def test_meta_values(store: Store) -> None:
     store.set_meta("minhash_signature", "mh1:p128:s1:k3")
     store.set_meta("minhash_signature", "mh1:p128:s1:k3")
     assert store.get_meta("minhash_signature") == "mh1:p128:s1:k3"
+
+
+def test_unchanged_revisit_writes_no_content(tmp_path: Path) -> None:
+    """Content lives apart from the metadata: a revisit with the same hash never writes it."""
+    url = f"sqlite:///{tmp_path}/w.db"
+    with open_store(url) as store:
+        store.upsert_pages([rec(1, "some text"), rec(2, "other text")])
+    conn = sqlite3.connect(tmp_path / "w.db")
+    conn.executescript(
+        """
+        CREATE TABLE content_writes (page_id INTEGER);
+        CREATE TRIGGER log_update AFTER UPDATE ON page_content
+        BEGIN INSERT INTO content_writes VALUES (new.page_id); END;
+        CREATE TRIGGER log_insert AFTER INSERT ON page_content
+        BEGIN INSERT INTO content_writes VALUES (new.page_id); END;
+        """
+    )
+    conn.close()
+    with open_store(url) as store:
+        store.upsert_pages([rec(1, "some text", at=T1), rec(2, "other text, changed", at=T1)])
+        writes = rows(
+            store, "SELECT p.canonical_url FROM content_writes w JOIN pages p ON p.id = w.page_id"
+        )
+        assert [w["canonical_url"] for w in writes] == ["https://example.com/p2"]
+        [p1] = rows(store, "SELECT * FROM pages WHERE canonical_url = ?", "https://example.com/p1")
+        assert p1["last_seen_at"] == T1 and p1["content"] == "some text"
