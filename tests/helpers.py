@@ -46,14 +46,16 @@ def crawl_settings(db_url: str, **overrides: Any) -> Any:
     return settings
 
 
-async def run_crawl(db_url: str, settings: dict[str, Any] | None = None, **spider_args: str) -> Any:
+async def run_crawl(
+    db_url: str, settings: dict[str, Any] | None = None, spider: Any = None, **spider_args: str
+) -> Any:
     """Crawl in-process with the project's settings; returns the finished crawler."""
     from scrapy.crawler import AsyncCrawlerRunner
 
     from knowledge_crawler.spiders.knowledge import KnowledgeSpider
 
     runner = AsyncCrawlerRunner(crawl_settings(db_url, **(settings or {})))
-    crawler = runner.create_crawler(KnowledgeSpider)
+    crawler = runner.create_crawler(spider or KnowledgeSpider)
     await crawler.crawl_async(**spider_args)
     return crawler
 

@@ -125,11 +125,11 @@ class KnowledgeSpider(scrapy.Spider):
     async def start(self) -> AsyncIterator[Request]:
         for source in self.sources.values():
             for url in source.start_urls:
-                request = self._request(source, url, depth=0)
+                request = self.request_for(source, url, depth=0)
                 if request is not None:
                     yield request
 
-    def _request(self, source: Source, url: str, depth: int) -> Request | None:
+    def request_for(self, source: Source, url: str, depth: int) -> Request | None:
         """A request for ``url`` unless it is out of scope, already seen or over the budget."""
         if not source.in_scope(url):
             return None
@@ -203,7 +203,7 @@ class KnowledgeSpider(scrapy.Spider):
             and depth < source.depth_limit
         ):
             for link in page_links(response):
-                request = self._request(source, link, depth + 1)
+                request = self.request_for(source, link, depth + 1)
                 if request is not None:
                     yield request
 

@@ -83,6 +83,16 @@ def test_bad_input_stops_before_any_request(args: list[str], needle: str, tmp_pa
     assert not db.exists()
 
 
+def test_per_site_spiders_get_the_same_argument_check(tmp_path: Path) -> None:
+    db = tmp_path / "never.db"
+    result = run([str(BIN / "scrapy"), "crawl", "example_site", "-a", "mode=x"], db, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "scrapy crawl example_site: error: missing -a seeds=FILE.toml or -a seeds=URL[,URL...]"
+    )
+    assert not db.exists()
+
+
 def test_stats_without_database_is_bad_input(tmp_path: Path) -> None:
     result = run([str(BIN / "knowledge-crawler"), "stats"], tmp_path / "missing.db")
     assert result.returncode == 2
