@@ -4,7 +4,7 @@
 
 Runs, each as a subprocess with this interpreter from the repository root:
 bench_extract.py, bench_minhash.py (always ``--quick``; skipped with a note if the file is
-missing), bench_store.py and bench_crawl.py. ``--quick`` passes ``--quick`` to the store and
+missing), bench_store.py, bench_dedupe_restore.py and bench_crawl.py. ``--quick`` passes ``--quick`` to the store and
 crawl benchmarks and ``--repeat 1`` to the extraction benchmark. Each script's markdown
 output is printed under a heading with the exact command and its duration; a script that
 fails is reported with its exit status and the tail of its stderr, and the others still run
@@ -36,6 +36,7 @@ BENCHMARKS: list[tuple[str, str, str, list[str], list[str]]] = [
     ("extract", "Extraction speed", "bench_extract.py", [], ["--repeat", "1"]),
     ("minhash", "MinHash signatures and near-duplicates", "bench_minhash.py", ["--quick"], []),
     ("store", "SQLite store load speed", "bench_store.py", [], ["--quick"]),
+    ("restore", "Dedupe state restore at spider start", "bench_dedupe_restore.py", [], ["--quick"]),
     ("crawl", "Whole-crawl throughput", "bench_crawl.py", [], ["--quick"]),
 ]
 

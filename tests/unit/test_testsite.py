@@ -9,7 +9,6 @@ import subprocess
 import sys
 import time
 import urllib.robotparser
-from collections.abc import Iterator
 from email.utils import format_datetime, parsedate_to_datetime
 from typing import Any, cast
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
@@ -22,22 +21,18 @@ from knowledge_crawler.testsite import MUTATION_KINDS, TRACKING_PARAMS, TestSite
 TIMESTAMP = re.compile(rb"Page generated at (\d\d:\d\d:\d\d\.\d{6})")
 
 
-@pytest.fixture(scope="module")
-def site() -> Iterator[TestSite]:
-    with TestSite(pages=50, seed=1) as s:
-        yield s
+# `site` (the session's test site, reset around each test) comes from tests/conftest.py.
 
 
 @pytest.fixture
-def clean_site(site: TestSite) -> Iterator[TestSite]:
-    site.reset()
-    yield site
-    site.reset()
+def clean_site(site: TestSite) -> TestSite:
+    return site
 
 
 @pytest.fixture(scope="module")
-def manifest(site: TestSite) -> dict[str, Any]:
-    return site.manifest()
+def manifest(site_server: TestSite) -> dict[str, Any]:
+    site_server.reset()
+    return site_server.manifest()
 
 
 def elements(body: bytes, xpath: str) -> list[lxml.html.HtmlElement]:
