@@ -8,6 +8,7 @@ response and follows in-scope links; the pipelines do everything else.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, Self
@@ -79,6 +80,15 @@ def check_arguments(spargs: dict[str, str]) -> list[Source]:
     return resolve_seeds(seeds, only=spargs.get("source"))
 
 
+@functools.lru_cache(maxsize=65_536)
+def _link_key(url: str, keep_params: frozenset[str], tracking_params: frozenset[str]) -> str | None:
+    """Canonical URL of a discovered link, memoised: navigation links repeat on every page."""
+    try:
+        return canonical_url(url, keep_params=keep_params, tracking_params=tracking_params)
+    except ValueError:
+        return None
+
+
 class KnowledgeSpider(scrapy.Spider):
     name = "knowledge"
 
@@ -133,11 +143,8 @@ class KnowledgeSpider(scrapy.Spider):
         """A request for ``url`` unless it is out of scope, already seen or over the budget."""
         if not source.in_scope(url):
             return None
-        try:
-            key = canonical_url(
-                url, keep_params=source.keep_params, tracking_params=source.tracking_params
-            )
-        except ValueError:
+        key = _link_key(url, source.keep_params, source.tracking_params)
+        if key is None:
             return None
         seen = self._seen[source.id]
         if key in seen:
