@@ -3,8 +3,8 @@
     .venv/bin/python bench/run_all.py [--quick] [--write] [--only NAME ...]
 
 Runs, each as a subprocess with this interpreter from the repository root:
-bench_extract.py, bench_minhash.py (always ``--quick``; skipped with a note if the file is
-missing), bench_store.py, bench_dedupe_restore.py and bench_crawl.py. ``--quick`` passes ``--quick`` to the store and
+bench_extract.py, bench_minhash.py (always ``--quick``; skipped with a note if the file
+is missing), bench_store.py, bench_dedupe_restore.py and bench_crawl.py. ``--quick`` passes ``--quick`` to the store and
 crawl benchmarks and ``--repeat 1`` to the extraction benchmark. Each script's markdown
 output is printed under a heading with the exact command and its duration; a script that
 fails is reported with its exit status and the tail of its stderr, and the others still run
