@@ -4,12 +4,13 @@
 
 Runs, each as a subprocess with this interpreter from the repository root:
 bench_extract.py, bench_minhash.py (always ``--quick``; skipped with a note if the file
-is missing), bench_store.py, bench_dedupe_restore.py and bench_crawl.py. ``--quick`` passes ``--quick`` to the store and
-crawl benchmarks and ``--repeat 1`` to the extraction benchmark. Each script's markdown
-output is printed under a heading with the exact command and its duration; a script that
-fails is reported with its exit status and the tail of its stderr, and the others still run
-(exit status 1 at the end). ``--write`` also rewrites docs/benchmarks.md with a header
-(how to reproduce, machine, versions, date) followed by the sections.
+is missing), bench_store.py, bench_dedupe_restore.py and bench_crawl.py. ``--quick``
+passes ``--quick`` to the store, restore and crawl benchmarks and ``--repeat 1`` to the
+extraction benchmark. Each script's markdown output is printed under a heading with the
+exact command and its duration; a script that fails is reported with its exit status and
+the tail of its stderr, and the others still run (exit status 1 at the end). ``--write``
+also rewrites docs/benchmarks.md with a header (how to reproduce, machine, versions,
+date) followed by the sections.
 """
 
 from __future__ import annotations
