@@ -9,8 +9,6 @@ import pytest
 
 from knowledge_crawler.testsite import TestSite
 
-REPO = Path(__file__).resolve().parent.parent
-
 
 @pytest.fixture(autouse=True)
 def _fast_engine_heartbeat(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,13 +3,8 @@
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Coroutine
 from typing import Any
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 def coroutine_test(
