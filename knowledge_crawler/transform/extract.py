@@ -695,7 +695,6 @@ def _md_cell(text: str) -> str:
 
 def _render_markdown(blocks: list[_Block]) -> str:
     chunks: list[str] = []
-    prev_kind = ""
     for b in blocks:
         if b.kind == "h":
             chunk = f"{'#' * b.level} {b.text}"
@@ -719,18 +718,12 @@ def _render_markdown(blocks: list[_Block]) -> str:
             chunk = "\n".join(lines)
         else:
             chunk = b.text
-        if chunks and not (b.kind == "li" and prev_kind == "li"):
-            chunks.append("\n\n")
-        elif chunks:
-            chunks.append("\n")
         chunks.append(chunk)
-        prev_kind = b.kind
-    return unicodedata.normalize("NFC", "".join(chunks)).strip()
+    return _join(blocks, chunks)
 
 
 def _render_text(blocks: list[_Block]) -> str:
     chunks: list[str] = []
-    prev_kind = ""
     for b in blocks:
         if b.kind == "table":
             chunk = "\n".join("\t".join(c for c in r) for r in (b.rows or []))
@@ -738,10 +731,17 @@ def _render_text(blocks: list[_Block]) -> str:
             chunk = f"{'  ' * b.level}{b.text}"
         else:
             chunk = b.text
-        if chunks and not (b.kind == "li" and prev_kind == "li"):
-            chunks.append("\n\n")
-        elif chunks:
-            chunks.append("\n")
         chunks.append(chunk)
+    return _join(blocks, chunks)
+
+
+def _join(blocks: list[_Block], chunks: list[str]) -> str:
+    """Blocks' rendered chunks: blank lines between blocks, one newline inside a list."""
+    out: list[str] = []
+    prev_kind = ""
+    for b, chunk in zip(blocks, chunks, strict=True):
+        if out:
+            out.append("\n" if b.kind == "li" and prev_kind == "li" else "\n\n")
+        out.append(chunk)
         prev_kind = b.kind
-    return unicodedata.normalize("NFC", "".join(chunks)).strip()
+    return unicodedata.normalize("NFC", "".join(out)).strip()
