@@ -82,24 +82,20 @@ class DedupePipeline(KcPipeline):
                 self._by_hash.setdefault(row.content_hash, row.key)
                 if row.minhash is not None and row.minhash_params is not None:
                     rows.append((_index_key(row.key), row.minhash, row.minhash_params))
-        self._restored = rows
+        # One index per threshold in use: the sources' own, and the default that pages
+        # of sources outside this crawl are judged by. All are built here, from the
+        # same stored rows; none is created later.
+        thresholds = {s.near_duplicate_threshold for s in self.runtime.sources.values()}
+        thresholds.add(self._base.threshold)
         self._indexes: dict[float, NearDuplicateIndex] = {}
-        for source in self.runtime.sources.values():
-            self._index(source.near_duplicate_threshold)
-        self._restored = []
-        self.stats.set_value("kc/dedupe/restored_pages", len(self._rank))
-        self.stats.set_value("kc/dedupe/restore_seconds", round(time.monotonic() - started, 3))
-
-    def _index(self, threshold: float) -> NearDuplicateIndex:
-        index = self._indexes.get(threshold)
-        if index is None:
+        for threshold in sorted(thresholds):
             params = self.runtime.minhash_params(threshold)
             try:
-                index = MemoryNearDuplicateIndex.restore(params, self._restored)
+                self._indexes[threshold] = MemoryNearDuplicateIndex.restore(params, rows)
             except ParamsMismatchError as exc:
                 raise ConfigError(f"stored MinHash signatures do not match: {exc}") from exc
-            self._indexes[threshold] = index
-        return index
+        self.stats.set_value("kc/dedupe/restored_pages", len(self._rank))
+        self.stats.set_value("kc/dedupe/restore_seconds", round(time.monotonic() - started, 3))
 
     # -- per item ---------------------------------------------------------------
 
@@ -146,7 +142,7 @@ class DedupePipeline(KcPipeline):
         sig = from_bytes(minhash)
         hits = [
             (_key(k), j)
-            for k, j in self._index(threshold).query(sig)
+            for k, j in self._indexes[threshold].query(sig)
             if k != ikey and self._rank.get(_key(k), rank) < rank
         ]
         if hits:
