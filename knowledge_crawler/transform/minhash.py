@@ -499,13 +499,7 @@ class MemoryNearDuplicateIndex:
             band_hashes = self._band_hashes(self._matrix[ids])
             for band, table in enumerate(self._tables):
                 for h, row in zip(band_hashes[:, band].tolist(), ids, strict=True):
-                    prev = table.get(h)
-                    if prev is None:
-                        table[h] = row
-                    elif isinstance(prev, int):
-                        table[h] = [prev, row]
-                    else:
-                        prev.append(row)
+                    _bucket_add(table, h, row)
 
     # -- internals
 
@@ -571,13 +565,7 @@ class MemoryNearDuplicateIndex:
         if is_empty(sig):
             return
         for h, table in self._band_keys(hv):
-            prev = table.get(h)
-            if prev is None:
-                table[h] = row
-            elif isinstance(prev, int):
-                table[h] = [prev, row]
-            else:
-                prev.append(row)
+            _bucket_add(table, h, row)
 
     def remove(self, key: str) -> None:
         row = self._row_of.pop(key, None)
@@ -632,6 +620,17 @@ class MemoryNearDuplicateIndex:
 
 
 @functools.lru_cache(maxsize=8)
+def _bucket_add(table: dict[int, int | list[int]], h: int, row: int) -> None:
+    """Add ``row`` to the bucket ``h`` of one band (an int while it holds one row)."""
+    prev = table.get(h)
+    if prev is None:
+        table[h] = row
+    elif isinstance(prev, int):
+        table[h] = [prev, row]
+    else:
+        prev.append(row)
+
+
 def _band_multipliers(r: int) -> U64Array:
     rng = np.random.default_rng(0x5EED)
     c = rng.integers(0, 2**63, size=r, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
