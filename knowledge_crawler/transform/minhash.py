@@ -619,7 +619,6 @@ class MemoryNearDuplicateIndex:
         return len(self._row_of)
 
 
-@functools.lru_cache(maxsize=8)
 def _bucket_add(table: dict[int, int | list[int]], h: int, row: int) -> None:
     """Add ``row`` to the bucket ``h`` of one band (an int while it holds one row)."""
     prev = table.get(h)
@@ -631,6 +630,7 @@ def _bucket_add(table: dict[int, int | list[int]], h: int, row: int) -> None:
         prev.append(row)
 
 
+@functools.lru_cache(maxsize=8)
 def _band_multipliers(r: int) -> U64Array:
     rng = np.random.default_rng(0x5EED)
     c = rng.integers(0, 2**63, size=r, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
