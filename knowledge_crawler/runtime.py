@@ -19,8 +19,8 @@ from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings
 
-from knowledge_crawler.discovery.seeds import Source
 from knowledge_crawler.errors import ConfigError, StoreError
+from knowledge_crawler.sources import Source
 from knowledge_crawler.store import HEAD_COUNTERS, Store, open_store
 from knowledge_crawler.transform.minhash import MinHashParams
 

@@ -1,6 +1,6 @@
 """``knowledge-crawler validate SEEDS_FILE``: check a source file before any crawl.
 
-Imports only click and the pure :mod:`knowledge_crawler.discovery.seeds` (no Scrapy).
+Imports only click and the pure :mod:`knowledge_crawler.sources` (no Scrapy).
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from typing import Any
 import click
 
 from knowledge_crawler.cli._common import BadInput
-from knowledge_crawler.discovery.seeds import (
+from knowledge_crawler.errors import SeedsError
+from knowledge_crawler.sources import (
     DEFAULT_TRACKING_PARAMS,
     Source,
     load_sources,
 )
-from knowledge_crawler.errors import SeedsError
 
 __all__ = ["source_as_dict", "summary_line", "validate", "validate_command"]
 

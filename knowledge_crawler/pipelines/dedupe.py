@@ -33,7 +33,7 @@ from knowledge_crawler.transform.minhash import (
 logger = logging.getLogger(__name__)
 
 Key = tuple[str, str]
-_SEP = "|"  # source ids never contain it (see discovery.seeds)
+_SEP = "|"  # source ids never contain it (see knowledge_crawler.sources)
 
 
 def _index_key(key: Key) -> str:

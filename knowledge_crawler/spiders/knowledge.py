@@ -24,10 +24,10 @@ from scrapy.utils.response import get_base_url
 from twisted.python.failure import Failure
 
 from knowledge_crawler import meta
-from knowledge_crawler.discovery.seeds import Source, resolve_seeds
 from knowledge_crawler.errors import ConfigError
 from knowledge_crawler.items import PageItem
 from knowledge_crawler.runtime import runtime_for
+from knowledge_crawler.sources import Source, resolve_seeds
 from knowledge_crawler.store import utc_now
 from knowledge_crawler.transform.canonical import canonical_url, fetch_url
 

@@ -1,6 +1,6 @@
 """The dependency rules of the layout, checked mechanically by walking imports with ast.
 
-pure core (transform/, discovery/, items, meta, errors) -> stdlib and pure libraries only
+pure core (transform/, discovery/, sync/, sources, items, meta, errors) -> stdlib and pure libraries
 store/  -> no Scrapy, no transform/ (it saves values and never computes them)
 cli/    -> never Scrapy or Twisted (fast start, testable without a reactor)
 settings.py -> nothing from the package (dotted strings only)
@@ -31,6 +31,8 @@ ADAPTERS = (
 RULES: dict[str, tuple[str, ...]] = {
     "transform": (*SCRAPY_WORLD, *DATABASES, "click", "knowledge_crawler.store", *ADAPTERS),
     "discovery": (*SCRAPY_WORLD, *DATABASES, "click", "knowledge_crawler.store", *ADAPTERS),
+    "sync": (*SCRAPY_WORLD, *DATABASES, "click", "knowledge_crawler.store", *ADAPTERS),
+    "sources.py": (*SCRAPY_WORLD, *DATABASES, "click", "knowledge_crawler.store", *ADAPTERS),
     "items.py": (*SCRAPY_WORLD, *DATABASES, "knowledge_crawler.store", *ADAPTERS),
     "meta.py": (*SCRAPY_WORLD, *DATABASES, "knowledge_crawler"),
     "errors.py": (*SCRAPY_WORLD, *DATABASES, "knowledge_crawler"),

@@ -1,4 +1,4 @@
-"""Source files -> validated Source records (knowledge_crawler.discovery.seeds) and `validate`."""
+"""Source files -> validated Source records (knowledge_crawler.sources) and `validate`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from knowledge_crawler.cli._common import BadInput
 from knowledge_crawler.cli.validate import validate
-from knowledge_crawler.discovery.seeds import (
+from knowledge_crawler.errors import SeedsError
+from knowledge_crawler.sources import (
     DEFAULT_TRACKING_PARAMS,
     KNOWN_KEYS,
     ApiConfig,
@@ -25,7 +26,6 @@ from knowledge_crawler.discovery.seeds import (
     resolve_seeds,
     sources_from_urls,
 )
-from knowledge_crawler.errors import SeedsError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -730,7 +730,7 @@ def test_validate_does_not_import_scrapy() -> None:
     import subprocess
 
     code = (
-        "import sys; import knowledge_crawler.cli.validate, knowledge_crawler.discovery.seeds; "
+        "import sys; import knowledge_crawler.cli.validate, knowledge_crawler.sources; "
         "print(any(m == 'scrapy' or m.startswith(('scrapy.', 'twisted')) for m in sys.modules))"
     )
     out = subprocess.run(

@@ -1,4 +1,4 @@
-"""Source files (``seeds/*.toml``) and ``seeds=`` arguments -> validated :class:`Source` records.
+"""Source configuration: ``seeds/*.toml`` files and ``seeds=`` arguments -> :class:`Source` records.
 
 Pure module: standard library only, no Scrapy, no database, no network.
 
