@@ -3,12 +3,14 @@
 ``kc_source``  (str)  id of the source a request belongs to; set by the spider.
 ``kc_depth``   (int)  link distance from the source's start URLs; 0 for a start URL.
 ``kc_key``     (str)  canonical URL of the requested URL (before any redirect).
+``kc_start``   (bool) the request is for one of the source's start URLs.
 """
 
 from __future__ import annotations
 
-__all__ = ["DEPTH", "KEY", "SOURCE"]
+__all__ = ["DEPTH", "KEY", "SOURCE", "START"]
 
 SOURCE = "kc_source"
 DEPTH = "kc_depth"
 KEY = "kc_key"
+START = "kc_start"

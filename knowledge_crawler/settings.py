@@ -22,6 +22,8 @@ KC_DATABASE_URL = os.environ.get("KC_DATABASE_URL", "sqlite:///data/knowledge.db
 #: Store flush: rows per transaction, and the longest a row waits in memory (s).
 KC_STORE_BATCH_SIZE = 200
 KC_STORE_FLUSH_SECONDS = 2.0
+#: Seconds between progress lines (pages stored, rate, queue); 0 turns them off.
+KC_PROGRESS_SECONDS = 10.0
 #: Near duplicates: MinHash permutations, hash seed and word-shingle size. Stored
 #: signatures record these; a database signed with others is refused.
 KC_MINHASH_PERMUTATIONS = 128
@@ -29,7 +31,8 @@ KC_MINHASH_SEED = 1
 KC_SHINGLE_SIZE = 3
 
 # --- crawling ----------------------------------------------------------------
-USER_AGENT = f"knowledge_crawler/0.1 (+{KC_CONTACT})"
+# USER_AGENT is built from KC_CONTACT when the spider starts (after `-s` options
+# are read): knowledge_crawler/VERSION (+CONTACT). Set USER_AGENT to override it.
 ROBOTSTXT_OBEY = True
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 4
@@ -43,6 +46,8 @@ DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
 REDIRECT_MAX_TIMES = 10
 COOKIES_ENABLED = False
 TELNETCONSOLE_ENABLED = False
+#: Scrapy's remote-control HTTP server: off unless turned on.
+REMOTE_CONTROL_ENABLED = False
 HTTPCACHE_ENABLED = False
 LOG_LEVEL = "INFO"
 DEFAULT_DROPITEM_LOG_LEVEL = "DEBUG"
@@ -57,4 +62,9 @@ ITEM_PIPELINES = {
     "knowledge_crawler.pipelines.fingerprint.FingerprintPipeline": 400,
     "knowledge_crawler.pipelines.dedupe.DedupePipeline": 500,
     "knowledge_crawler.pipelines.store.StorePipeline": 600,
+}
+
+# --- extensions ----------------------------------------------------------------------
+EXTENSIONS = {
+    "knowledge_crawler.extensions.progress.Progress": 500,
 }

@@ -1,15 +1,24 @@
-"""``scrapy crawl`` that validates a knowledge spider's arguments before any request.
+"""``scrapy crawl`` that checks a knowledge spider's input first and tells how the crawl ended.
 
-For the ``knowledge`` spider and every per-site spider derived from it, a bad
-seeds file or argument, or a database that does not suit the settings, prints
-one line naming what is wrong (file, source, key) and exits with status 2,
-instead of a traceback. Other spiders run as with Scrapy's own command.
+For the ``knowledge`` spider and every per-site spider derived from it:
+
+* a bad seeds file or argument, or a database that cannot be opened, written
+  or does not suit the settings, prints one line naming what is wrong (file,
+  source, key; path and reason) and exits with status 2, before any request;
+* the exit status follows the run's recorded outcome (``kc/outcome``):
+  0 ``finished``; 1 ``failed`` (none of the start URLs could be fetched, or the
+  database could not be written), with one line saying why; 130 ``interrupted``
+  (Ctrl-C or SIGTERM).
+
+Other spiders run as with Scrapy's own command.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.spiderloader import get_spider_loader
@@ -17,6 +26,25 @@ from scrapy.spiderloader import get_spider_loader
 from knowledge_crawler.errors import ConfigError
 from knowledge_crawler.runtime import check_database
 from knowledge_crawler.spiders.knowledge import KnowledgeSpider, check_arguments
+
+EXIT_STATUS = {"finished": 0, "failed": 1, "interrupted": 130}
+
+
+def failure_reason(stats: Mapping[str, Any]) -> str:
+    """One line on why a crawl failed, from its stats."""
+    if stats.get("kc/store/failed"):
+        return str(stats.get("kc/store/error") or "the database could not be written")
+    requested = int(stats.get("kc/start/requested", 0))
+    errors = {
+        key.removeprefix("kc/fetch/error/"): int(value)
+        for key, value in sorted(stats.items())
+        if key.startswith("kc/fetch/error/")
+    }
+    ignored = int(stats.get("kc/fetch/ignored", 0))
+    why = ", ".join(f"{kind}={n}" for kind, n in errors.items())
+    if ignored:
+        why = ", ".join(filter(None, [why, f"refused (robots.txt or scope)={ignored}"]))
+    return f"none of the {requested} start URLs could be fetched ({why or 'no response'})"
 
 
 class Command(ScrapyCrawlCommand):
@@ -33,6 +61,25 @@ class Command(ScrapyCrawlCommand):
         except ConfigError as exc:
             print(f"scrapy crawl {args[0]}: error: {exc}", file=sys.stderr)
             sys.exit(2)
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) != 1 or not self._is_knowledge_spider(args[0]):
+            super().run(args, opts)
+            return
+        assert self.crawler_process is not None
+        crawler = self._create_crawler(args[0])
+        self.crawler_process.crawl(crawler, **opts.spargs)
+        self.crawler_process.start()
+        if self.crawler_process.bootstrap_failed:
+            self.exitcode = 1
+            return
+        stats = crawler.stats.get_stats() if crawler.stats is not None else {}
+        outcome = str(stats.get("kc/outcome", "failed"))
+        self.exitcode = EXIT_STATUS.get(outcome, 1)
+        if outcome == "failed":
+            print(f"scrapy crawl {args[0]}: error: {failure_reason(stats)}", file=sys.stderr)
+        elif outcome == "interrupted":
+            print(f"scrapy crawl {args[0]}: interrupted; the run is recorded", file=sys.stderr)
 
     def _is_knowledge_spider(self, name: str) -> bool:
         assert self.settings is not None

@@ -2,6 +2,8 @@
 
 ``scrapy crawl knowledge -a seeds=seeds/NAME.toml`` or ``-a seeds=URL[,URL...]``;
 ``-a source=ID`` keeps one source of the file; ``-a mode=crawl`` (default).
+Arguments whose name starts with ``_`` are accepted and kept as attributes
+(scrapyd runs every job with ``-a _job=ID``; the run record keeps that id).
 The spider only discovers and fetches: it yields :class:`PageItem` for each
 response and follows in-scope links; the pipelines do everything else.
 """
@@ -19,17 +21,19 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Request, Response, TextResponse
 from scrapy.linkextractors import IGNORED_EXTENSIONS
+from scrapy.settings import BaseSettings
 from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.response import get_base_url
 from twisted.python.failure import Failure
 
-from knowledge_crawler import meta
+from knowledge_crawler import __version__, meta
 from knowledge_crawler.errors import ConfigError
 from knowledge_crawler.items import PageItem
 from knowledge_crawler.runtime import runtime_for
 from knowledge_crawler.sources import Source, resolve_seeds
 from knowledge_crawler.store import utc_now
 from knowledge_crawler.transform.canonical import canonical_url, fetch_url
+from knowledge_crawler.transform.extract import decode_html
 
 logger = logging.getLogger(__name__)
 
@@ -66,9 +70,26 @@ def _header(response: Response, name: str) -> str | None:
     return value.decode("latin-1") if value else None
 
 
+def user_agent(contact: str) -> str:
+    """The User-Agent every request carries: project, version and the operator's contact.
+
+    >>> user_agent("mailto:ops@example.com")
+    'knowledge_crawler/0.1.0 (+mailto:ops@example.com)'
+    """
+    return f"knowledge_crawler/{__version__} (+{contact})"
+
+
+def fetch_error_kind(error: BaseException) -> str:
+    """A short, stable name for why a fetch failed: ``http_404``, ``TimeoutError``, ..."""
+    if isinstance(error, HttpError):
+        return f"http_{error.response.status}"
+    return type(error).__name__
+
+
 def check_arguments(spargs: dict[str, str]) -> list[Source]:
     """The sources that ``-a`` arguments select; :class:`ConfigError` naming what is wrong."""
-    unknown = sorted(set(spargs) - {"seeds", "mode", "source"})
+    # Names starting with "_" belong to the runner (scrapyd's _job), not to us.
+    unknown = sorted(k for k in set(spargs) - {"seeds", "mode", "source"} if not k.startswith("_"))
     if unknown:
         raise ConfigError(f"unknown argument -a {unknown[0]}=... (known: seeds, mode, source)")
     seeds = spargs.get("seeds")
@@ -78,6 +99,15 @@ def check_arguments(spargs: dict[str, str]) -> list[Source]:
     if mode not in MODES:
         raise ConfigError(f"-a mode={mode!r}: expected one of {', '.join(MODES)}")
     return resolve_seeds(seeds, only=spargs.get("source"))
+
+
+def source_slot(source_id: str) -> str:
+    """The download slot of a source with its own politeness (all its hosts share it)."""
+    return f"kc:{source_id}"
+
+
+def _strip_www(host: str) -> str:
+    return host[4:] if host.startswith("www.") and host.count(".") >= 2 else host
 
 
 @functools.lru_cache(maxsize=65_536)
@@ -91,6 +121,7 @@ def _link_key(url: str, keep_params: frozenset[str], tracking_params: frozenset[
 
 class KnowledgeSpider(scrapy.Spider):
     name = "knowledge"
+    allowed_domains: list[str] = []
 
     def __init__(
         self,
@@ -99,11 +130,25 @@ class KnowledgeSpider(scrapy.Spider):
         source: str | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
+        super().__init__(**kwargs)  # keeps runner arguments such as ``_job`` as attributes
         args = {"seeds": seeds or "", "mode": mode} | ({"source": source} if source else {})
         self.mode = mode
+        self.job_id: str | None = kwargs.get("_job")
+        self._slots: dict[str, str] = {}  # source id -> its own download slot
         self.sources: dict[str, Source] = {s.id: s for s in check_arguments(args)}
         self._seen: dict[str, set[str]] = {sid: set() for sid in self.sources}
+
+    @classmethod
+    def update_settings(cls, settings: BaseSettings) -> None:
+        super().update_settings(settings)
+        # The User-Agent names the operator's contact, which may come from `-s KC_CONTACT=`:
+        # built here, after the command line is read, unless USER_AGENT itself was given.
+        if (settings.getpriority("USER_AGENT") or 0) < (settings.getpriority("KC_CONTACT") or 0):
+            settings.set(
+                "USER_AGENT",
+                user_agent(settings.get("KC_CONTACT")),
+                priority=settings.getpriority("KC_CONTACT") or "project",
+            )
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
@@ -111,22 +156,26 @@ class KnowledgeSpider(scrapy.Spider):
         runtime = runtime_for(crawler)
         runtime.sources = dict(spider.sources)
         runtime.mode = spider.mode
+        # Scrapy's offsite filtering (requests and redirects) knows the crawl's hosts;
+        # the scope middleware then holds each request to its own source.
+        domains = {d for s in spider.sources.values() for d in s.allowed_domains}
+        spider.allowed_domains = sorted(domains | {_strip_www(d) for d in domains})
         spider._configure_slots(crawler)
         return spider
 
     def _configure_slots(self, crawler: Crawler) -> None:
-        """Per-source politeness: one download slot per host with its delay and concurrency."""
+        """Per-source politeness: one download slot per source, covering its subdomains."""
         slots: dict[str, dict[str, Any]] = dict(crawler.settings.getdict("DOWNLOAD_SLOTS"))
         for source in self.sources.values():
             if source.download_delay is None and source.concurrency_per_host is None:
                 continue
-            for host in source.allowed_domains:
-                slot = dict(slots.get(host, {}))
-                if source.download_delay is not None:
-                    slot["delay"] = source.download_delay
-                if source.concurrency_per_host is not None:
-                    slot["concurrency"] = source.concurrency_per_host
-                slots[host] = slot
+            name = self._slots[source.id] = source_slot(source.id)
+            slot: dict[str, Any] = {}
+            if source.download_delay is not None:
+                slot["delay"] = source.download_delay
+            if source.concurrency_per_host is not None:
+                slot["concurrency"] = source.concurrency_per_host
+            slots[name] = slot
         if slots:
             crawler.settings.set("DOWNLOAD_SLOTS", slots, priority="spider")
 
@@ -137,6 +186,8 @@ class KnowledgeSpider(scrapy.Spider):
             for url in source.start_urls:
                 request = self.request_for(source, url, depth=0)
                 if request is not None:
+                    request.meta[meta.START] = True
+                    self.crawler.stats.inc_value("kc/start/requested")
                     yield request
 
     def request_for(self, source: Source, url: str, depth: int) -> Request | None:
@@ -154,6 +205,10 @@ class KnowledgeSpider(scrapy.Spider):
             return None
         seen.add(key)
         self.crawler.stats.inc_value("kc/discovery/candidates")
+        request_meta: dict[str, Any] = {meta.SOURCE: source.id, meta.DEPTH: depth, meta.KEY: key}
+        slot = self._slots.get(source.id)
+        if slot is not None:
+            request_meta["download_slot"] = slot
         return Request(
             fetch_url(url, tracking_params=source.tracking_params),
             callback=self.parse,
@@ -161,7 +216,7 @@ class KnowledgeSpider(scrapy.Spider):
             # Breadth first: a page is reached by its shortest link path, so the
             # depth limit cuts the same pages on every run.
             priority=-depth,
-            meta={meta.SOURCE: source.id, meta.DEPTH: depth, meta.KEY: key},
+            meta=request_meta,
         )
 
     # -- fetch results ----------------------------------------------------------
@@ -169,6 +224,10 @@ class KnowledgeSpider(scrapy.Spider):
     def parse(self, response: Response, **kwargs: Any) -> Iterator[PageItem | Request]:
         source = self.sources[response.meta[meta.SOURCE]]
         depth: int = response.meta[meta.DEPTH]
+        stats = self.crawler.stats
+        stats.inc_value(f"kc/fetch/status/{response.status}")
+        if response.meta.get(meta.START):
+            stats.inc_value("kc/start/fetched")
         if not source.in_scope(response.url):
             self.crawler.stats.inc_value("kc/fetch/redirected_out_of_scope")
             return
@@ -196,9 +255,9 @@ class KnowledgeSpider(scrapy.Spider):
             http_status=response.status,
             fetched_at=utc_now(),
             content_type=content_type,
-            # Scrapy decodes by header, BOM, <meta>, then charset detection (as
-            # transform.extract.decode_html does for files); the link extractor reuses it.
-            html=response.text if is_html else None,
+            # Decoded exactly as `knowledge-crawler extract` decodes a file (BOM,
+            # header, <meta>, then detection), so a page stores the same text both ways.
+            html=decode_html(response.body, content_type) if is_html else None,
             etag=_header(response, "ETag"),
             last_modified=_header(response, "Last-Modified"),
             depth=depth,
@@ -215,16 +274,22 @@ class KnowledgeSpider(scrapy.Spider):
                     yield request
 
     def on_error(self, failure: Failure) -> None:
+        """Count a failed fetch by kind (``kc/fetch/error/<kind>``); robots and scope refusals
+        are expected and counted apart (``kc/fetch/ignored``)."""
         error = failure.value
+        stats = self.crawler.stats
+        request = getattr(failure, "request", None)
+        url = getattr(request, "url", "?")
         if isinstance(error, HttpError):
             response: Response = error.response
-            self.crawler.stats.inc_value(f"kc/fetch/http_{response.status}")
+            stats.inc_value(f"kc/fetch/status/{response.status}")
+            stats.inc_value(f"kc/fetch/error/{fetch_error_kind(error)}")
             logger.debug("HTTP %s for %s", response.status, response.url)
             return
-        request = getattr(failure, "request", None)
         if isinstance(error, IgnoreRequest):  # robots.txt, offsite, size limits: expected
-            self.crawler.stats.inc_value("kc/fetch/ignored")
-            logger.debug("ignored %s: %s", getattr(request, "url", "?"), error)
+            stats.inc_value("kc/fetch/ignored")
+            logger.debug("ignored %s: %s", url, error)
             return
-        self.crawler.stats.inc_value("kc/fetch/errors")
-        logger.warning("fetch failed for %s: %r", getattr(request, "url", "?"), error)
+        kind = fetch_error_kind(error) if error is not None else "unknown"
+        stats.inc_value(f"kc/fetch/error/{kind}")
+        logger.warning("fetch failed for %s: %s: %s", url, kind, error)

@@ -1,0 +1,1 @@
+"""Scrapy extensions: progress reports and politeness."""
