@@ -29,7 +29,7 @@ test: lint ## Lint, type-check and run the whole test suite
 test-fast: $(STAMP) ## Unit tests only (seconds)
 	$(PY) -m pytest tests/unit -q
 
-demo: $(STAMP) ## Crawl the loopback test site twice into data/knowledge.db and print stats
+demo: $(STAMP) ## Crawl the loopback test site twice into data/demo/knowledge.db and print stats
 	$(PY) -m knowledge_crawler.demo
 
 bench: $(STAMP) ## Benchmarks (see docs/benchmarks.md)

@@ -1,9 +1,10 @@
 """``make demo``: crawl the project's loopback test site twice and show what changed.
 
 1. starts the test site (``python -m knowledge_crawler.testsite``) on a free port;
-2. writes ``data/demo-seeds.toml``: ``seeds/demo.toml`` with the real port;
-3. ``scrapy crawl knowledge -a seeds=data/demo-seeds.toml`` into ``KC_DATABASE_URL``
-   (default ``data/knowledge.db``; an existing file is kept aside, never deleted);
+2. writes ``data/demo/seeds.toml``: ``seeds/demo.toml`` with the real port;
+3. ``scrapy crawl knowledge -a seeds=data/demo/seeds.toml`` into the demo's own
+   database, ``data/demo/knowledge.db`` (made afresh on every run; the user's
+   ``KC_DATABASE_URL`` and ``data/knowledge.db`` are never touched);
 4. changes some pages on the site (price, stock, rewritten text, whitespace only);
 5. crawls again, then prints ``knowledge-crawler stats``;
 6. stops everything it started.
@@ -11,18 +12,19 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 from knowledge_crawler.testsite import TestSite
 
 PAGES = 60
+#: The demo's own folder: its database and seeds file, recreated on every run.
+DEMO_DIR = Path("data") / "demo"
 CHANGES = {0: "price", 1: "stock", 2: "text", 3: "append", 4: "whitespace", 5: "case"}
 
 
@@ -52,28 +54,32 @@ def _crawl(seeds: Path, env: dict[str, str]) -> None:
     _say(f"crawl finished in {time.monotonic() - started:.1f} s")
 
 
-def main() -> int:
-    root = Path.cwd()
-    database = os.environ.get("KC_DATABASE_URL", "sqlite:///data/knowledge.db")
-    env = {**os.environ, "KC_DATABASE_URL": database}
-    db_path = (
-        Path(database.removeprefix("sqlite:///")) if database.startswith("sqlite:///") else None
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="make demo",
+        description=(
+            "Crawl the project's loopback test site twice into the demo's own database "
+            f"({DEMO_DIR}/knowledge.db, made afresh each run; your KC_DATABASE_URL and "
+            "data/knowledge.db are never touched), change a few pages in between, "
+            "and print `knowledge-crawler stats`."
+        ),
     )
-    if db_path is not None and db_path.exists():
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        aside = db_path.with_name(f"{db_path.name}.before-demo-{stamp}")
-        for suffix in ("", "-wal", "-shm"):
-            src = Path(f"{db_path}{suffix}")
-            if src.exists():
-                shutil.move(src, f"{aside}{suffix}")
-        _say(f"kept the existing database aside as {aside}")
+    parser.parse_args(argv)
+    root = Path.cwd()
+    demo_dir = root / DEMO_DIR
+    demo_dir.mkdir(parents=True, exist_ok=True)
+    db_path = demo_dir / "knowledge.db"
+    for suffix in ("", "-wal", "-shm"):  # the demo's own files: start from nothing
+        Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+    database = f"sqlite:///{db_path}"
+    env = {**os.environ, "KC_DATABASE_URL": database}
     with TestSite(pages=PAGES, seed=1) as site:
         _say(f"test site with {PAGES} articles at {site.url}")
+        _say(f"database: {db_path} (the demo's own)")
         port = re.search(r":(\d+)/", site.url)
         assert port is not None
         template = (root / "seeds" / "demo.toml").read_text(encoding="utf-8")
-        seeds = root / "data" / "demo-seeds.toml"
-        seeds.parent.mkdir(parents=True, exist_ok=True)
+        seeds = demo_dir / "seeds.toml"
         seeds.write_text(template.replace("8089", port.group(1)), encoding="utf-8")
 
         _say("first crawl: every page is new")
