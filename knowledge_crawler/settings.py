@@ -1,12 +1,15 @@
 """Scrapy settings of knowledge_crawler.
 
 The single declaration of the pipeline order, the middlewares and every
-``KC_*`` default. Components are named by dotted string only, so loading
-settings imports nothing from the package. Each ``KC_*`` setting is
-documented in README.md (Configuration).
+``KC_*`` setting. Components are named by dotted string only, so loading
+settings imports nothing from the package but the pure ``config`` module,
+where the ``KC_*`` defaults live. Each setting is documented in README.md
+(Configuration).
 """
 
 import os
+
+from knowledge_crawler.config import DEFAULTS as _DEFAULTS
 
 BOT_NAME = "knowledge_crawler"
 SPIDER_MODULES = ["knowledge_crawler.spiders"]
@@ -15,20 +18,19 @@ COMMANDS_MODULE = "knowledge_crawler.commands"
 TEMPLATES_DIR = os.path.join(os.path.dirname(__file__), "templates")
 
 # --- knowledge_crawler (KC_*) ------------------------------------------------
-#: Contact shown in the User-Agent so site owners can reach the operator.
-KC_CONTACT = os.environ.get("KC_CONTACT", "https://github.com/knowledge-crawler")
-#: Where the dataset lives: sqlite:///PATH (relative to the working directory).
-KC_DATABASE_URL = os.environ.get("KC_DATABASE_URL", "sqlite:///data/knowledge.db")
-#: Store flush: rows per transaction, and the longest a row waits in memory (s).
-KC_STORE_BATCH_SIZE = 200
-KC_STORE_FLUSH_SECONDS = 2.0
-#: Seconds between progress lines (pages stored, rate, queue); 0 turns them off.
-KC_PROGRESS_SECONDS = 10.0
-#: Near duplicates: MinHash permutations, hash seed and word-shingle size. Stored
-#: signatures record these; a database signed with others is refused.
-KC_MINHASH_PERMUTATIONS = 128
-KC_MINHASH_SEED = 1
-KC_SHINGLE_SIZE = 3
+# Defaults come from knowledge_crawler.config (their one home, with a line of docs
+# each); components read them through KcConfig.from_settings. Two may come from
+# the environment.
+KC_CONTACT = os.environ.get("KC_CONTACT", _DEFAULTS.contact)
+KC_DATABASE_URL = os.environ.get("KC_DATABASE_URL", _DEFAULTS.database_url)
+KC_STORE_BATCH_SIZE = _DEFAULTS.store_batch_size
+KC_STORE_FLUSH_SECONDS = _DEFAULTS.store_flush_seconds
+KC_STORE_BUSY_TIMEOUT = _DEFAULTS.store_busy_timeout
+KC_STORE_RETRY_SECONDS = _DEFAULTS.store_retry_seconds
+KC_PROGRESS_SECONDS = _DEFAULTS.progress_seconds
+KC_MINHASH_PERMUTATIONS = _DEFAULTS.minhash_permutations
+KC_MINHASH_SEED = _DEFAULTS.minhash_seed
+KC_SHINGLE_SIZE = _DEFAULTS.shingle_size
 
 # --- crawling ----------------------------------------------------------------
 # USER_AGENT is built from KC_CONTACT when the spider starts (after `-s` options

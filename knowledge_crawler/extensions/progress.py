@@ -22,6 +22,8 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
+from knowledge_crawler.config import KcConfig
+
 __all__ = ["Progress"]
 
 logger = logging.getLogger(__name__)
@@ -37,7 +39,7 @@ class Progress:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        interval = crawler.settings.getfloat("KC_PROGRESS_SECONDS", 10.0)
+        interval = KcConfig.from_settings(crawler.settings).progress_seconds
         if interval <= 0:
             raise NotConfigured("KC_PROGRESS_SECONDS is 0: no progress lines")
         extension = cls(crawler, interval)

@@ -3,7 +3,7 @@
 pure core (transform/, discovery/, sync/, sources, items, meta, errors) -> stdlib and pure libraries
 store/  -> no Scrapy, no transform/ (it saves values and never computes them)
 cli/    -> never Scrapy or Twisted (fast start, testable without a reactor)
-settings.py -> nothing from the package (dotted strings only)
+settings.py -> only knowledge_crawler.config from the package (dotted strings otherwise)
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "errors.py": (*SCRAPY_WORLD, *DATABASES, "knowledge_crawler"),
     "store": (*SCRAPY_WORLD, "click", "knowledge_crawler.transform", *ADAPTERS),
     "cli": (*SCRAPY_WORLD,),
-    "settings.py": ("knowledge_crawler",),
+    "config.py": (*SCRAPY_WORLD, *DATABASES, "click", "knowledge_crawler.store", *ADAPTERS),
 }
 
 
@@ -68,6 +68,14 @@ def test_layer_imports(target: str) -> None:
         if any(name == b or name.startswith(b + ".") for b in banned)
     ]
     assert not offences, "\n".join(offences)
+
+
+def test_settings_import_only_the_config() -> None:
+    """settings.py names components by dotted string; from the package it reads defaults only."""
+    own = {
+        m for m in imported_modules(PACKAGE / "settings.py") if m.startswith("knowledge_crawler")
+    }
+    assert own <= {"knowledge_crawler.config"}, own
 
 
 def test_cli_starts_without_scrapy() -> None:

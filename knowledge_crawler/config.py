@@ -1,0 +1,95 @@
+"""The ``KC_*`` settings: one typed, validated record, and the one home of their defaults.
+
+Pure module (standard library only). ``settings.py`` takes its ``KC_*`` defaults
+from :data:`DEFAULTS`; components build a :class:`KcConfig` from the crawler's
+settings with :meth:`KcConfig.from_settings`, which coerces the text that
+``-s NAME=VALUE`` gives and raises :class:`~knowledge_crawler.errors.ConfigError`
+naming the setting when a value is unusable.
+
+>>> KcConfig.from_settings({"KC_STORE_BATCH_SIZE": "50"}).store_batch_size
+50
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from knowledge_crawler.errors import ConfigError
+
+__all__ = ["DEFAULTS", "KcConfig", "setting_name"]
+
+
+@dataclass(frozen=True, slots=True)
+class KcConfig:
+    """Every ``KC_*`` setting: field ``store_batch_size`` is setting ``KC_STORE_BATCH_SIZE``."""
+
+    #: where the dataset lives: sqlite:///PATH (relative to the working directory)
+    database_url: str = "sqlite:///data/knowledge.db"
+    #: contact shown in the User-Agent so site owners can reach the operator
+    contact: str = "https://github.com/knowledge-crawler"
+    #: rows per store transaction
+    store_batch_size: int = 200
+    #: the longest a row waits in memory before its batch is written (s)
+    store_flush_seconds: float = 2.0
+    #: how long one SQLite statement waits for another writer's lock (s)
+    store_busy_timeout: float = 10.0
+    #: how long a batch is retried after transient database errors before the crawl stops (s)
+    store_retry_seconds: float = 60.0
+    #: seconds between progress lines; 0 turns them off
+    progress_seconds: float = 10.0
+    #: MinHash permutations, hash seed and word-shingle size of near-duplicate signatures
+    minhash_permutations: int = 128
+    minhash_seed: int = 1
+    shingle_size: int = 3
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any] | Any) -> KcConfig:
+        """Read ``KC_*`` values from Scrapy settings or a plain mapping; missing ones default."""
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            name = setting_name(f.name)
+            raw = settings.get(name)
+            if raw is None:
+                continue
+            values[f.name] = _coerce(name, raw, type(getattr(DEFAULTS, f.name)))
+        config = cls(**values)
+        config.check()
+        return config
+
+    def check(self) -> None:
+        """Raise :class:`ConfigError` for values no crawl can use."""
+        if not self.database_url.strip():
+            raise ConfigError("KC_DATABASE_URL is empty")
+        for name in ("store_batch_size", "store_flush_seconds", "minhash_permutations"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{setting_name(name)} must be > 0, got {getattr(self, name)}")
+        for name in ("store_busy_timeout", "store_retry_seconds", "progress_seconds"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{setting_name(name)} must be >= 0, got {getattr(self, name)}")
+
+
+def setting_name(field_name: str) -> str:
+    """``store_batch_size`` -> ``KC_STORE_BATCH_SIZE``."""
+    return f"KC_{field_name.upper()}"
+
+
+def _coerce(name: str, raw: Any, kind: type) -> Any:
+    if kind is str:
+        return str(raw)
+    try:
+        if isinstance(raw, bool):
+            raise ValueError
+        value = kind(raw.strip() if isinstance(raw, str) else raw)
+    except (TypeError, ValueError):
+        what = "an integer" if kind is int else "a number"
+        raise ConfigError(f"{name}: expected {what}, got {raw!r}") from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{name}: expected a finite number, got {raw!r}")
+    return value
+
+
+#: The defaults, the one place they are written down.
+DEFAULTS = KcConfig()
