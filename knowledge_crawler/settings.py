@@ -15,7 +15,6 @@ BOT_NAME = "knowledge_crawler"
 SPIDER_MODULES = ["knowledge_crawler.spiders"]
 NEWSPIDER_MODULE = "knowledge_crawler.spiders"
 COMMANDS_MODULE = "knowledge_crawler.commands"
-TEMPLATES_DIR = os.path.join(os.path.dirname(__file__), "templates")
 
 # --- knowledge_crawler (KC_*) ------------------------------------------------
 # Defaults come from knowledge_crawler.config (their one home, with a line of docs
@@ -69,4 +68,15 @@ ITEM_PIPELINES = {
 # --- extensions ----------------------------------------------------------------------
 EXTENSIONS = {
     "knowledge_crawler.extensions.progress.Progress": 500,
+    # AutoThrottle that never takes a source's slot below its own download_delay
+    "scrapy.extensions.throttle.AutoThrottle": None,
+    "knowledge_crawler.extensions.throttle.SourceAutoThrottle": 0,  # Scrapy's own order
+}
+
+# --- downloader middlewares ----------------------------------------------------------
+DOWNLOADER_MIDDLEWARES = {
+    # Per-source scope, redirects included. Below RobotsTxtMiddleware (100), which would
+    # otherwise fetch a new host's robots.txt before refusing; above Scrapy's
+    # OffsiteMiddleware (50), which keeps refusing hosts of no source under its own stats.
+    "knowledge_crawler.middlewares.scope.ScopeMiddleware": 60,
 }
