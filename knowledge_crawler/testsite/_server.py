@@ -24,6 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from ._charsets import CHARSET_PAGES, charset_page
 from ._content import MUTATION_KINDS, TRACKING_PARAMS, SiteModel, format_price, product_state
+from ._guides import guide_page
 from ._pages import CSRF_MARK, CSS, ROBOTS_TXT, TS_MARK, Renderer, fake_pdf
 
 ADVERTISED_HOST = "localhost"
@@ -117,12 +118,14 @@ class SiteApp:
             (rf"/syndicated/{_SLUG}", get, self._route_syndicated),
             (rf"/private/{_SLUG}", get, self._route_private),
             (rf"/redirect/{_SLUG}", get, self._route_redirect),
+            (rf"/elsewhere/{_SLUG}", get, self._route_elsewhere),
             (r"/tag/(?P<tag>[a-z0-9-]+)", get, self._route_tag),
             (r"/about", get, self._route_about),
             (r"/files/report\.pdf", get, self._route_pdf),
             (r"/api/data\.json", get, self._route_json),
             (r"/static/site\.css", get, self._route_css),
             (r"/intl/(?P<name>[a-z0-9-]+)", get, self._route_charset),
+            (r"/guides/(?P<name>[a-z0-9-]+)", get, self._route_guide),
             (r"/__control/manifest", get, self._route_manifest),
             (r"/__control/(?P<action>mutate|delete|restore|reset)", post, self._route_control),
         ]
@@ -290,6 +293,18 @@ class SiteApp:
         body = f'<!DOCTYPE html><title>Moved</title><a href="{location}">Moved here</a>\n'
         return Reply(301, body.encode(), headers={"Location": location})
 
+    def _route_elsewhere(self, req: Request, match: re.Match[str]) -> Reply:
+        """301 to the article on another host: this server under its IP, ``127.0.0.1``.
+
+        For scope tests; no page links here, so crawls of the site never meet it.
+        """
+        i = self._article_index(match)
+        if i is None:
+            return self._error(404)
+        location = f"http://{BIND_HOST}:{self.port}{self.model.articles[i].path}"
+        body = f'<!DOCTYPE html><title>Moved</title><a href="{location}">Moved here</a>\n'
+        return Reply(301, body.encode(), headers={"Location": location})
+
     def _route_tag(self, req: Request, match: re.Match[str]) -> Reply:
         return self._html("tag", match.group("tag"))
 
@@ -308,6 +323,12 @@ class SiteApp:
             return self._error(404)
         body, content_type = page
         return Reply(200, body, content_type, _etag(repr(body)), _STATIC_MODIFIED)
+
+    def _route_guide(self, req: Request, match: re.Match[str]) -> Reply:
+        body = guide_page(match.group("name"))
+        if body is None:
+            return self._error(404)
+        return Reply(200, body, HTML, _etag(repr(body)), _STATIC_MODIFIED)
 
     def _route_css(self, req: Request, match: re.Match[str]) -> Reply:
         return Reply(200, CSS.encode(), "text/css; charset=utf-8", _etag(CSS), _STATIC_MODIFIED)

@@ -22,6 +22,8 @@ DATABASES = ("sqlite3", "psycopg")
 ADAPTERS = (
     "knowledge_crawler.spiders",
     "knowledge_crawler.pipelines",
+    "knowledge_crawler.middlewares",
+    "knowledge_crawler.extensions",
     "knowledge_crawler.runtime",
     "knowledge_crawler.commands",
     "knowledge_crawler.cli",

@@ -1,0 +1,1 @@
+"""Scrapy downloader middlewares: per-source scope."""
