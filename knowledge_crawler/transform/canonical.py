@@ -12,15 +12,27 @@ Pure module. Rules, applied on top of :func:`w3lib.url.canonicalize_url`
    parameter is kept, so that ``?id=123`` pages are never merged;
 6. the remaining parameters are sorted by name, then value.
 
+Parameter names are *matched* case-insensitively, against the tracking list
+and the ``keep_params`` whitelist alike, and *kept* as written. A tracking name
+identifies no page in any case (``SessionID`` is ``sessionid``). For the
+whitelist, a miss would silently merge distinct pages (``?ID=3`` dropped under
+``keep_params = ["id"]`` makes every item one page, on servers such as IIS that
+read ``ID`` and ``id`` alike), while a hit at worst keeps ``?ID=3`` and
+``?id=3`` as two keys whose pages the dedupe stage records as duplicates. Names
+are not lower-cased in the key, since RFC 3986 leaves the query case-sensitive.
+
 >>> canonical_url("http://WWW.Example.com./article/lamps/?utm_source=x#top")
 'https://example.com/article/lamps'
 >>> canonical_url("https://example.com/search?q=lamps&page=2&ref=nav", keep_params={"q"})
 'https://example.com/search?q=lamps'
+>>> canonical_url("https://example.com/a?SessionID=9&Page=2", tracking_params={"sessionid"})
+'https://example.com/a?Page=2'
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
+from functools import lru_cache
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from w3lib.url import canonicalize_url, safe_url_string
@@ -44,12 +56,34 @@ DEFAULT_TRACKING_PARAMS: frozenset[str] = frozenset(
 _TRACKING_PREFIXES = ("utm_",)
 
 
+@lru_cache(maxsize=256)
+def _folded_set(names: frozenset[str]) -> frozenset[str]:
+    return frozenset(n.lower() for n in names)
+
+
+def _folded(names: Collection[str]) -> frozenset[str]:
+    """``names`` lower-cased; memoised for the frozensets that sources hold."""
+    if isinstance(names, frozenset):
+        return _folded_set(names)
+    return frozenset(n.lower() for n in names)
+
+
+def _is_tracking(name: str, folded: frozenset[str]) -> bool:
+    lowered = name.lower()
+    return lowered in folded or lowered.startswith(_TRACKING_PREFIXES)
+
+
 def is_tracking_param(
     name: str, tracking_params: Collection[str] = DEFAULT_TRACKING_PARAMS
 ) -> bool:
-    """True when a query parameter name is a tracking parameter (case-insensitive)."""
-    lowered = name.lower()
-    return lowered in tracking_params or lowered.startswith(_TRACKING_PREFIXES)
+    """True when a query parameter name is a tracking parameter; case-insensitive on both sides.
+
+    >>> is_tracking_param("SESSIONID", {"SessionID"}), is_tracking_param("UTM_X")
+    (True, True)
+    >>> is_tracking_param("id")
+    False
+    """
+    return _is_tracking(name, _folded(tracking_params))
 
 
 def _filtered_query(
@@ -57,8 +91,10 @@ def _filtered_query(
 ) -> list[tuple[str, str]]:
     pairs = parse_qsl(query, keep_blank_values=True)
     if keep_params:
-        return [(k, v) for k, v in pairs if k in keep_params]
-    return [(k, v) for k, v in pairs if not is_tracking_param(k, tracking_params)]
+        keep = _folded(keep_params)
+        return [(k, v) for k, v in pairs if k.lower() in keep]
+    tracking = _folded(tracking_params)
+    return [(k, v) for k, v in pairs if not _is_tracking(k, tracking)]
 
 
 def canonical_url(
@@ -99,6 +135,7 @@ def fetch_url(url: str, *, tracking_params: Collection[str] = DEFAULT_TRACKING_P
     """
     parts = urlsplit(safe_url_string(url.strip()))
     pairs = parse_qsl(parts.query, keep_blank_values=True)
-    kept = [(k, v) for k, v in pairs if not is_tracking_param(k, tracking_params)]
+    tracking = _folded(tracking_params)
+    kept = [(k, v) for k, v in pairs if not _is_tracking(k, tracking)]
     query = parts.query if len(kept) == len(pairs) else urlencode(kept)
     return urlunsplit((parts.scheme, parts.netloc, parts.path or "/", query, ""))

@@ -132,3 +132,48 @@ def test_no_tracking_param_or_fragment_survives(url: str) -> None:
     assert "#" not in key
     assert "utm_source=" not in key and "gclid=" not in key and "ref=" not in key
     assert key.startswith("https://") and "www." not in key
+
+
+# -- parameter names are matched case-insensitively --------------------------------------
+
+
+@pytest.mark.parametrize("name", ["sessionid", "SessionID", "SESSIONID", "sessionId"])
+def test_own_tracking_names_match_any_case(name: str) -> None:
+    # A source names "SessionID"; links write it in whatever case the site uses.
+    extra = DEFAULT_TRACKING_PARAMS | {"SessionID"}
+    url = f"https://e.com/a?{name}=abc&id=3"
+    assert canonical_url(url, tracking_params=extra) == "https://e.com/a?id=3"
+    assert fetch_url(url, tracking_params=extra) == "https://e.com/a?id=3"
+    assert is_tracking_param(name, extra)
+    assert is_tracking_param(name, ["sessionid"]) and is_tracking_param(name, {"SESSIONID"})
+
+
+@pytest.mark.parametrize("name", ["GCLID", "FbClid", "Ref", "MC_CID"])
+def test_built_in_tracking_names_match_any_case(name: str) -> None:
+    assert canonical_url(f"https://e.com/a?{name}=x&page=2") == "https://e.com/a?page=2"
+    assert fetch_url(f"https://e.com/a?{name}=x&page=2") == "https://e.com/a?page=2"
+
+
+def test_keep_params_match_any_case_and_keep_the_name_as_written() -> None:
+    # Many servers (IIS/ASP.NET) read ?ID= and ?id= alike; a case-sensitive whitelist
+    # would drop ?ID=3 and merge every item into one page. The name is kept as written,
+    # since RFC 3986 leaves query names case-sensitive: ?ID=3 and ?id=3 stay two keys.
+    assert canonical_url("https://e.com/item?ID=3&x=1", keep_params={"id"}) == (
+        "https://e.com/item?ID=3"
+    )
+    assert canonical_url("https://e.com/item?id=3&x=1", keep_params={"ID"}) == (
+        "https://e.com/item?id=3"
+    )
+    assert canonical_url("https://e.com/item?ID=3", keep_params={"id"}) != canonical_url(
+        "https://e.com/item?ID=4", keep_params={"id"}
+    )
+
+
+@given(st.sampled_from(["SessionID", *sorted(DEFAULT_TRACKING_PARAMS)]), st.randoms())
+def test_no_case_variant_of_a_tracking_name_survives(name: str, rnd: object) -> None:
+    variant = "".join(
+        c.upper() if rnd.random() < 0.5 else c  # type: ignore[attr-defined]
+        for c in name
+    )
+    extra = DEFAULT_TRACKING_PARAMS | {"SessionID"}
+    assert canonical_url(f"https://e.com/a?{variant}=1", tracking_params=extra) == "https://e.com/a"
