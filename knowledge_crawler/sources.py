@@ -331,6 +331,9 @@ def _parse_domains(value: object) -> tuple[str, ...]:
 
 
 def _parse_names(value: object) -> frozenset[str]:
+    """Query parameter names, lower-cased: they are matched case-insensitively
+    (see :mod:`knowledge_crawler.transform.canonical`), so ``SessionID`` and
+    ``sessionid`` are one name."""
     if isinstance(value, str):
         raise _Bad(f'expected a list of parameter names (write ["..."]), got {value!r}')
     if not isinstance(value, list | tuple | set | frozenset):
@@ -339,11 +342,12 @@ def _parse_names(value: object) -> frozenset[str]:
     for item in value:
         if not isinstance(item, str) or not item.strip():
             raise _Bad(f"expected a non-empty parameter name, got {_show(item)}")
-        out.add(item.strip())
+        out.add(item.strip().lower())
     return frozenset(out)
 
 
 def _parse_tracking(value: object) -> frozenset[str]:
+    """The built-in tracking names plus the source's own (both lower-case)."""
     return DEFAULT_TRACKING_PARAMS | _parse_names(value)
 
 
@@ -364,6 +368,13 @@ def _parse_patterns(value: object) -> tuple[re.Pattern[str], ...]:
         except re.error as exc:
             raise _Bad(f"bad regular expression {item!r}: {exc}") from None
     return tuple(out)
+
+
+def _parse_boilerplate(value: object) -> tuple[re.Pattern[str], ...]:
+    """Boilerplate regexes run over the page's text, so ``^``/``$`` match at each line
+    (``re.MULTILINE``): ``'^Share this$'`` removes that line, not only a whole page
+    saying just that. A pattern given compiled keeps its flags and gains MULTILINE."""
+    return tuple(re.compile(p.pattern, p.flags | re.MULTILINE) for p in _parse_patterns(value))
 
 
 def _parse_render(value: object) -> str:
@@ -477,7 +488,7 @@ _PARSERS: dict[str, Callable[[object], object]] = {
     "exclude": _parse_patterns,
     "keep_params": _parse_names,
     "tracking_params": _parse_tracking,
-    "boilerplate": _parse_patterns,
+    "boilerplate": _parse_boilerplate,
     "render": _parse_render,
     "wait_for": _parse_nonempty_str,
     "download_delay": _parse_delay,

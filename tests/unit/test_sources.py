@@ -737,3 +737,62 @@ def test_validate_does_not_import_scrapy() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
     )
     assert out.stdout.strip() == "False"
+
+
+# --------------------------------------------------------------------------- parameter names
+
+
+def test_tracking_params_match_any_case(tmp_path: Path) -> None:
+    from knowledge_crawler.transform.canonical import canonical_url, fetch_url
+
+    s = one_source(tmp_path, 'tracking_params = ["SessionID"]\n')
+    assert "sessionid" in s.tracking_params
+    for name in ("sessionid", "SessionID", "SESSIONID"):
+        url = f"https://blog.example.com/a?{name}=1&id=2"
+        assert canonical_url(url, tracking_params=s.tracking_params) == (
+            "https://blog.example.com/a?id=2"
+        )
+        assert fetch_url(url, tracking_params=s.tracking_params) == (
+            "https://blog.example.com/a?id=2"
+        )
+
+
+def test_keep_params_match_any_case(tmp_path: Path) -> None:
+    from knowledge_crawler.transform.canonical import canonical_url
+
+    s = one_source(tmp_path, 'keep_params = ["Page"]\n')
+    url = "https://blog.example.com/list?page=2&sort=new"
+    assert canonical_url(url, keep_params=s.keep_params) == "https://blog.example.com/list?page=2"
+
+
+def test_parameter_names_are_kept_once_whatever_their_case(tmp_path: Path) -> None:
+    s = one_source(tmp_path, 'tracking_params = ["SID", "sid"]\nkeep_params = ["Q", "q"]\n')
+    assert s.tracking_params == DEFAULT_TRACKING_PARAMS | {"sid"}
+    assert s.keep_params == {"q"}
+
+
+# --------------------------------------------------------------------------- boilerplate
+
+
+def test_boilerplate_anchors_match_lines(tmp_path: Path) -> None:
+    from knowledge_crawler.transform.clean import clean_text
+
+    s = one_source(tmp_path, "boilerplate = ['^Share this$', '^Related:.*$']\n")
+    text = "Lamps\nShare this\nThe Aura lamp is bright.\nRelated: desks, chairs\nEnd."
+    assert all(p.flags & re.MULTILINE for p in s.boilerplate)
+    assert clean_text(text, s.boilerplate) == "Lamps\n\nThe Aura lamp is bright.\n\nEnd."
+    # A line that merely contains the phrase is not boilerplate.
+    assert "Please Share this page" in clean_text("Please Share this page", s.boilerplate)
+
+
+def test_boilerplate_given_compiled_is_multiline_too() -> None:
+    [s] = sources_from_urls("https://a.test/", boilerplate=[re.compile("^Ads$", re.IGNORECASE)])
+    [pattern] = s.boilerplate
+    assert pattern.flags & re.MULTILINE and pattern.flags & re.IGNORECASE
+    assert pattern.search("Text\nADS\nMore")
+
+
+def test_include_and_exclude_keep_their_flags(tmp_path: Path) -> None:
+    # Only boilerplate is matched against text lines; URL patterns stay as written.
+    s = one_source(tmp_path, "include = ['^https://']\n")
+    assert not s.include[0].flags & re.MULTILINE
