@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from scrapy.http import Request, Response
+from scrapy.http import HtmlResponse, Request, Response
 
 from knowledge_crawler import meta
 from knowledge_crawler.items import PageItem
@@ -27,6 +27,8 @@ class ExampleSiteSpider(KnowledgeSpider):
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[PageItem | Request]:
         yield from super().parse(response, **kwargs)
+        if not isinstance(response, HtmlResponse):  # JSON, PDF, ...: no links to read
+            return
         source = self.sources[response.meta[meta.SOURCE]]
         for href in response.xpath('//a[@rel="next"]/@href').getall():
             request = self.request_for(source, response.urljoin(href), response.meta[meta.DEPTH])

@@ -29,3 +29,17 @@ async def test_example_site_spider_follows_pagination_only(
     assert len(urls) == len(pages) > 1  # every page of the article listing
     [run] = query(db_url, "SELECT spider, finish_reason FROM crawl_runs")
     assert run == {"spider": "example_site", "finish_reason": "finished"}
+
+
+@coroutine_test
+async def test_example_site_spider_survives_non_html_responses(
+    site: TestSite, db_url: str, tmp_path: Path
+) -> None:
+    seeds = tmp_path / "json.toml"
+    seeds.write_text(
+        f'[[source]]\nid = "json"\nstart_urls = ["{site.url}api/data.json", "{site.url}about"]\n'
+    )
+    crawler = await run_crawl(db_url, spider=ExampleSiteSpider, seeds=str(seeds))
+    errors = {k: v for k, v in crawler.stats.get_stats().items() if "spider_exceptions" in k}
+    assert errors == {}
+    assert crawler.stats.get_value("kc/extract/non_html") >= 1
