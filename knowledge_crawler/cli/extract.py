@@ -40,7 +40,7 @@ def _read_page(path: Path) -> bytes:
         raise BadInput(f"{path}: cannot read: {exc.strerror or exc}") from exc
     if not body.strip():
         raise BadInput(f"{path}: empty file")
-    from knowledge_crawler.transform.extract import looks_like_html
+    from knowledge_crawler.transform.decode import looks_like_html
 
     if not looks_like_html(body):
         raise BadInput(f"{path}: not an HTML page (binary or other format)")

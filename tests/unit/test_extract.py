@@ -1,4 +1,5 @@
-"""Unit tests for knowledge_crawler.transform.extract and the ``extract`` CLI command."""
+"""Unit tests for knowledge_crawler.transform.extract (and its decode/title/language/render
+modules) and the ``extract`` CLI command."""
 
 from __future__ import annotations
 
@@ -8,12 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from knowledge_crawler.cli.extract import extract as extract_cmd
-from knowledge_crawler.transform.extract import (
-    Extraction,
-    decode_html,
-    extract,
-    looks_like_html,
-)
+from knowledge_crawler.transform.decode import decode_html, looks_like_html
+from knowledge_crawler.transform.extract import Extraction, extract
 
 LOREM = (
     "The committee met on Tuesday to discuss the new budget for the city's public "
@@ -157,6 +154,46 @@ def test_ordered_list_and_quote() -> None:
     md = extract(html).markdown
     assert "1. First step here\n2. Second step here" in md
     assert "> A quoted sentence" in md
+
+
+def test_markdown_reduces_to_the_text_form(article: Extraction) -> None:
+    from knowledge_crawler.transform.render import markdown_headings, markdown_to_text
+
+    assert markdown_to_text(article.markdown) == article.text
+    assert markdown_headings(article.markdown) == article.headings
+
+
+def test_cleaned_is_the_stored_form_in_every_field() -> None:
+    html = (
+        f"<html><body><article><p>{LOREM * 2}</p><h2>Subscribe to our newsletter</h2>"
+        f"<h2>Details</h2><ol><li>First step here</li><li>Second step here</li></ol>"
+        f"<p>Page generated at 14:32:07</p></article></body></html>"
+    )
+    raw = extract(html)
+    assert "Page generated" in raw.markdown and "Subscribe to our newsletter" in raw.headings
+    stored = raw.cleaned()
+    assert "Page generated" not in stored.markdown + stored.text
+    assert "newsletter" not in stored.markdown + stored.text
+    assert stored.headings == ("Details",)
+    assert "1. First step here\n2. Second step here" in stored.markdown
+    assert "First step here\nSecond step here" in stored.text
+    assert stored.word_count == raw.word_count - 10  # 4 + 6 words of the two banners
+    assert (stored.title, stored.language) == (raw.title, raw.language)
+    assert stored.cleaned() == stored
+
+
+def test_public_names_still_importable_from_extract() -> None:
+    from knowledge_crawler.transform import decode
+    from knowledge_crawler.transform import extract as extract_module
+
+    assert extract_module.decode_html is decode.decode_html
+    assert extract_module.looks_like_html is decode.looks_like_html
+    assert set(extract_module.__all__) >= {
+        "Extraction",
+        "decode_html",
+        "extract",
+        "looks_like_html",
+    }
 
 
 # --------------------------------------------------------------------------- title

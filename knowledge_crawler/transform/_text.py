@@ -1,0 +1,16 @@
+"""Small text helpers shared by the extraction modules (private)."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["WORD_RE", "WS_RE", "norm"]
+
+#: A word, as the benchmark and ``word_count`` count them.
+WORD_RE = re.compile(r"\w+")
+WS_RE = re.compile(r"\s+")
+
+
+def norm(text: str | None) -> str:
+    """Whitespace runs collapsed to one space, ends stripped; ``None`` gives ``""``."""
+    return WS_RE.sub(" ", text or "").strip()

@@ -1,0 +1,322 @@
+"""trafilatura's extracted element tree -> our blocks -> markdown and plain text (pure).
+
+:func:`collect_blocks` walks the tree trafilatura returns (its TEI-like tags: ``head``,
+``p``, ``list``/``item``, ``table``/``row``/``cell``, ``code``, ``quote``) into a flat
+list of :class:`Block`; :func:`render_markdown` and :func:`render_text` serialise it.
+Markdown keeps headings, paragraphs, lists (nested items indented two spaces per
+level), tables and fenced code (the fence grows when the code holds one); link and
+image URLs and inline emphasis are dropped so that the text is stable and token-cheap.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from knowledge_crawler.transform._text import norm
+
+__all__ = [
+    "Block",
+    "collect_blocks",
+    "markdown_headings",
+    "markdown_to_text",
+    "render_markdown",
+    "render_text",
+]
+
+# "an image ." after the image was dropped; only . and , (French puts spaces before ?!:;)
+_SPACE_BEFORE_PUNCT_RE = re.compile(r"[ \t]+([.,])(?=\s|$)")
+
+
+@dataclass(slots=True)
+class Block:
+    """One block of main content: a heading, paragraph, list item, table, code or quote."""
+
+    kind: str  # "h", "p", "li", "table", "code", "quote"
+    text: str = ""
+    level: int = 0  # heading level, or list depth
+    marker: str = ""  # "-" or "1." for list items
+    rows: list[list[str]] | None = None
+    header: bool = False  # table: first row is a header row
+
+
+_BLOCK_TAGS = frozenset({"p", "head", "list", "item", "table", "code", "quote", "div"})
+_SKIP_TAGS = frozenset({"graphic", "fw", "note"})
+
+
+def _inline(el: Any, *, keep_breaks: bool = False) -> str:
+    """Text of an element and its inline descendants (emphasis dropped, links as text)."""
+    parts: list[str] = []
+
+    def walk(node: Any) -> None:
+        if node.text:
+            parts.append(node.text)
+        for child in node:
+            tag = child.tag
+            if tag == "lb":
+                parts.append("\n" if keep_breaks else " ")
+            elif tag in _SKIP_TAGS or not isinstance(tag, str):
+                pass
+            elif tag in _BLOCK_TAGS:
+                parts.append(" ")
+                walk(child)
+                parts.append(" ")
+            else:
+                walk(child)
+            if child.tail:
+                parts.append(child.tail)
+
+    walk(el)
+    raw = _SPACE_BEFORE_PUNCT_RE.sub(r"\1", "".join(parts))
+    if keep_breaks:
+        lines = (norm(line) for line in raw.split("\n"))
+        return "\n".join(line for line in lines if line)
+    return norm(raw)
+
+
+def collect_blocks(body: Any) -> list[Block]:
+    """The blocks of trafilatura's extracted ``body`` element, in document order."""
+    out: list[Block] = []
+    _collect(body, out, depth=0)
+    return out
+
+
+def _collect(el: Any, out: list[Block], depth: int) -> None:
+    if el.text and el.text.strip() and el.tag not in ("list", "table", "row"):
+        out.append(Block("p", norm(el.text)))
+    for child in el:
+        tag = child.tag
+        if not isinstance(tag, str) or tag in _SKIP_TAGS:
+            pass
+        elif tag == "head":
+            text = _inline(child)
+            if text:
+                rend = child.get("rend") or "h2"
+                level = int(rend[1]) if len(rend) == 2 and rend[1] in "123456" else 2
+                out.append(Block("h", text, level=level))
+        elif tag == "list":
+            _collect_list(child, out, depth)
+        elif tag == "table":
+            _collect_table(child, out)
+        elif tag == "code":
+            text = "".join(child.itertext()).strip("\n")
+            if text.strip():
+                out.append(Block("code", text))
+        elif tag == "quote":
+            if any(isinstance(c.tag, str) and c.tag in _BLOCK_TAGS for c in child):
+                sub: list[Block] = []
+                _collect(child, sub, depth)
+                for b in sub:
+                    if b.kind in ("p", "h"):
+                        out.append(Block("quote", b.text))
+                    else:
+                        out.append(b)
+            else:
+                text = _inline(child, keep_breaks=True)
+                if text:
+                    out.append(Block("quote", text))
+        elif tag in ("div", "body", "item", "row", "cell"):
+            _collect(child, out, depth)
+        else:  # p, and inline elements stray at block level
+            text = _inline(child, keep_breaks=tag == "p")
+            if text:
+                out.append(Block("p", text))
+        if child.tail and child.tail.strip() and isinstance(child.tag, str):
+            out.append(Block("p", norm(child.tail)))
+
+
+def _collect_list(lst: Any, out: list[Block], depth: int) -> None:
+    ordered = lst.get("rend") == "ol"
+    n = 0
+    for item in lst:
+        if item.tag != "item":
+            if isinstance(item.tag, str) and item.tag not in _SKIP_TAGS:
+                text = _inline(item)
+                if text:
+                    out.append(Block("p", text))
+            continue
+        n += 1
+        marker = f"{n}." if ordered else "-"
+        nested = [c for c in item if c.tag in ("list", "table", "code", "quote")]
+        if nested:
+            # text before/around nested lists belongs to the item itself
+            parts: list[str] = [item.text or ""]
+            for c in item:
+                if c.tag not in ("list", "table", "code", "quote"):
+                    parts.append(_inline(c))
+                parts.append(c.tail or "")
+            text = norm(" ".join(parts))
+            if text:
+                out.append(Block("li", text, level=depth, marker=marker))
+            for c in nested:
+                if c.tag == "list":
+                    _collect_list(c, out, depth + 1)
+                else:
+                    _collect(_wrap(c), out, depth + 1)
+        else:
+            text = _inline(item)
+            if text:
+                out.append(Block("li", text, level=depth, marker=marker))
+
+
+def _wrap(el: Any) -> Any:
+    from lxml.etree import Element
+
+    holder = Element("div")
+    holder.append(_copy(el))
+    return holder
+
+
+def _copy(el: Any) -> Any:
+    from copy import deepcopy
+
+    c = deepcopy(el)
+    c.tail = None
+    return c
+
+
+def _collect_table(table: Any, out: list[Block]) -> None:
+    rows: list[list[str]] = []
+    header = False
+    for i, row in enumerate(r for r in table.iter("row")):
+        cells = [c for c in row if c.tag == "cell"]
+        if not cells:
+            continue
+        if i == 0 and all(c.get("role") == "head" for c in cells):
+            header = True
+        rows.append([_inline(c) for c in cells])
+    rows = [r for r in rows if any(r)]
+    if not rows:
+        return
+    if len(rows) == 1 and len(rows[0]) == 1:  # layout table with one cell: a paragraph
+        out.append(Block("p", rows[0][0]))
+        return
+    out.append(Block("table", rows=rows, header=header))
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(blocks: list[Block]) -> str:
+    """Markdown: ``#`` headings, ``-``/``1.`` lists, pipe tables, fenced code, ``>`` quotes."""
+    chunks: list[str] = []
+    for b in blocks:
+        if b.kind == "h":
+            chunk = f"{'#' * b.level} {b.text}"
+        elif b.kind == "li":
+            chunk = f"{'  ' * b.level}{b.marker} {b.text}"
+        elif b.kind == "code":
+            fence = "```"
+            while fence in b.text:
+                fence += "`"
+            chunk = f"{fence}\n{b.text}\n{fence}"
+        elif b.kind == "quote":
+            chunk = "\n".join(f"> {line}" for line in b.text.split("\n"))
+        elif b.kind == "table":
+            rows = b.rows or []
+            width = max(len(r) for r in rows)
+            cells = [[_md_cell(c) for c in r] + [""] * (width - len(r)) for r in rows]
+            if not b.header:
+                cells.insert(0, [""] * width)
+            lines = ["| " + " | ".join(cells[0]) + " |", "|" + " --- |" * width]
+            lines += ["| " + " | ".join(r) + " |" for r in cells[1:]]
+            chunk = "\n".join(lines)
+        else:
+            chunk = b.text
+        chunks.append(chunk)
+    return _join(blocks, chunks)
+
+
+def render_text(blocks: list[Block]) -> str:
+    """Plain text: the same blocks without markup (table cells joined by tabs)."""
+    chunks: list[str] = []
+    for b in blocks:
+        if b.kind == "table":
+            chunk = "\n".join("\t".join(c for c in r) for r in (b.rows or []))
+        elif b.kind == "li":
+            chunk = f"{'  ' * b.level}{b.text}"
+        else:
+            chunk = b.text
+        chunks.append(chunk)
+    return _join(blocks, chunks)
+
+
+def _join(blocks: list[Block], chunks: list[str]) -> str:
+    """Blocks' rendered chunks: blank lines between blocks, one newline inside a list."""
+    out: list[str] = []
+    prev_kind = ""
+    for b, chunk in zip(blocks, chunks, strict=True):
+        if out:
+            out.append("\n" if b.kind == "li" and prev_kind == "li" else "\n\n")
+        out.append(chunk)
+        prev_kind = b.kind
+    return unicodedata.normalize("NFC", "".join(out)).strip()
+
+
+_MD_FENCE_RE = re.compile(r"(`{3,}|~{3,})([^`]*)")
+_MD_HEADING_RE = re.compile(r"#{1,6} (.*)")
+_MD_ITEM_RE = re.compile(r"( *)(?:-|\d{1,9}\.) (.*)")
+_MD_QUOTE_RE = re.compile(r"> ?(.*)")
+_MD_RULE_RE = re.compile(r"\|(?: ?:?-{3,}:? ?\|)+")
+_MD_CELL_SPLIT_RE = re.compile(r" (?<!\\)\| ")
+
+
+def markdown_to_text(markdown: str) -> str:
+    """The plain-text form of markdown written by :func:`render_markdown`.
+
+    Undoes the markup :func:`render_markdown` adds, so that ``markdown_to_text(
+    render_markdown(blocks))`` has the words of ``render_text(blocks)`` in the same
+    order: fence lines go (code lines stay as they are), ``#``, list markers (not the
+    indentation of nested items) and ``>`` go, table rows become tab-separated cells
+    without the separator row or the empty header row. This is how text that was
+    stored as markdown (and then cleaned) is scored against plain-text ground truth.
+
+    >>> markdown_to_text("## Title\\n\\n1. one\\n  - two\\n\\n| a | b \\\\| c |\\n| --- | --- |")
+    'Title\\n\\none\\n  two\\n\\na\\tb | c'
+    """
+    return "\n".join(line for _, line in _markdown_lines(markdown))
+
+
+def markdown_headings(markdown: str) -> tuple[str, ...]:
+    """Text of the ``#`` headings of markdown written by :func:`render_markdown`.
+
+    >>> markdown_headings("## One\\n\\n```\\n# not a heading\\n```\\n\\n### Two")
+    ('One', 'Two')
+    """
+    return tuple(line for kind, line in _markdown_lines(markdown) if kind == "h")
+
+
+def _markdown_lines(markdown: str) -> Iterator[tuple[str, str]]:
+    """(kind, plain text) per line: "code", "h", "li", "quote", "row" or "p"."""
+    fence = ""
+    for line in markdown.split("\n"):
+        if fence:
+            m = _MD_FENCE_RE.fullmatch(line.rstrip())
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                fence = ""
+            else:
+                yield "code", line
+            continue
+        m = _MD_FENCE_RE.fullmatch(line)
+        if m:
+            fence = m.group(1)
+            continue
+        if line.startswith("|"):
+            if _MD_RULE_RE.fullmatch(line.rstrip()):
+                continue
+            inner = line.rstrip()[2:-2] if line.rstrip().endswith(" |") else line[1:]
+            cells = [c.replace("\\|", "|") for c in _MD_CELL_SPLIT_RE.split(inner)]
+            if any(c.strip() for c in cells):  # not the empty header row
+                yield "row", "\t".join(cells)
+            continue
+        for kind, regex in (("h", _MD_HEADING_RE), ("li", _MD_ITEM_RE), ("quote", _MD_QUOTE_RE)):
+            m = regex.fullmatch(line)
+            if m:
+                yield kind, "".join(m.groups())
+                break
+        else:
+            yield "p", line
