@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -135,3 +136,58 @@ async def test_signatures_made_with_other_parameters_are_refused(
     assert query(db_url, "SELECT canonical_url, minhash FROM pages") == before
     [meta] = query(db_url, "SELECT value FROM dataset_meta WHERE key = 'minhash_signature'")
     assert meta["value"].endswith(":k3")
+
+
+@coroutine_test
+async def test_dedupe_decisions_never_wait_on_the_store(
+    site: TestSite, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """process_item decides from memory: the state is read once, when the spider opens."""
+    from knowledge_crawler.pipelines.dedupe import DedupePipeline
+    from knowledge_crawler.store.base import Store
+    from knowledge_crawler.store.sqlite import SqliteStore
+
+    deciding = threading.local()
+    during_items: list[str] = []
+    state_reads: list[str] = []
+
+    def watch(name: str) -> None:
+        method = getattr(SqliteStore, name)
+
+        def watched(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if getattr(deciding, "on", False):
+                during_items.append(name)
+            if name == "dedupe_state":
+                state_reads.append(name)
+            return method(self, *args, **kwargs)
+
+        monkeypatch.setattr(SqliteStore, name, watched)
+
+    for name in sorted(Store.__abstractmethods__ | {"query"}):
+        watch(name)
+    process_item = DedupePipeline.process_item
+
+    def process_item_watched(self: DedupePipeline, item: Any) -> Any:
+        deciding.on = True
+        try:
+            return process_item(self, item)
+        finally:
+            deciding.on = False
+
+    monkeypatch.setattr(DedupePipeline, "process_item", process_item_watched)
+
+    manifest = site.manifest()
+    by_path = {a["path"]: a["i"] for a in manifest["articles"]}
+    exact = manifest["exact_duplicates"][0]
+    near = manifest["near_duplicates"][0]
+    await run_crawl(db_url, seeds=seeds_file(tmp_path, site))
+    site.mutate(by_path[exact["of"]], "rewrite", copies=False)
+    site.mutate(by_path[near["of"]], "rewrite", copies=False)
+    crawler = await run_crawl(db_url, seeds=seeds_file(tmp_path, site, exact["of"], near["of"]))
+
+    assert crawler.stats.get_value("kc/dedupe/reassigned", 0) >= 2  # re-evaluation happened
+    # ... and examined the duplicates of the two changed pages, not every page of the run
+    assert crawler.stats.get_value("item_scraped_count") > 20
+    assert 2 <= crawler.stats.get_value("kc/dedupe/reevaluated", 0) <= 4
+    assert during_items == []
+    assert state_reads == ["dedupe_state", "dedupe_state"]  # once per crawl

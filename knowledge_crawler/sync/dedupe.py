@@ -1,0 +1,391 @@
+"""Dedupe decisions: which page represents a cluster, and what changes when it moves.
+
+Pure: no Scrapy, no store. The pipeline restores a :class:`DedupePolicy` from the
+stored pages when the spider opens, asks it to :meth:`~DedupePolicy.decide` for
+each page, and writes what it answers; the policy never waits on anything.
+
+The rules:
+
+* exact duplicate: another page seen earlier holds the same content hash;
+* near duplicate: an LSH candidate seen earlier whose estimated Jaccard with the
+  page is >= the threshold of the page's source (the default for other sources);
+* the representative of a group is the page seen first (stored ``first_seen_at``
+  order, then processing order), and only representatives are indexed, so a page
+  is never the duplicate of a duplicate;
+* a page without words is no content: never a duplicate, never a representative;
+* when an older page becomes the representative of a content hash held by a newer
+  page, the newer page becomes its exact duplicate ("displaced"). Only the same
+  hash displaces: an older page that comes to say almost what a newer
+  representative says is a representative beside it until the newer page is
+  decided again (it then becomes the older page's near duplicate);
+* when a representative stops representing what its duplicates were decided
+  against (its content moved, it became a duplicate or empty), those duplicates are
+  decided again with their own current content, and only the decisions that
+  changed are reported. Finding them costs in proportion to their number: the
+  policy keeps a map from each representative to its duplicates.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from knowledge_crawler.transform.minhash import (
+    MemoryNearDuplicateIndex,
+    MinHashParams,
+    from_bytes,
+    to_bytes,
+)
+
+__all__ = [
+    "EXACT",
+    "NEAR",
+    "REPRESENTATIVE",
+    "Decision",
+    "DedupePolicy",
+    "Key",
+    "KnownPage",
+    "Reassignment",
+    "StoredPage",
+]
+
+#: A page's identity: ``(source_id, canonical_url)``.
+Key = tuple[str, str]
+
+EXACT = "exact"
+NEAR = "near"
+
+_SEP = "|"  # source ids never contain it (see knowledge_crawler.sources)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What a page is: a representative (``duplicate_of=None``) or a duplicate of one."""
+
+    duplicate_of: Key | None = None
+    kind: str | None = None  #: ``"exact"`` or ``"near"``
+    score: float | None = None  #: estimated Jaccard with the representative (1.0 if exact)
+
+
+REPRESENTATIVE = Decision()
+
+
+class StoredPage(Protocol):
+    """What :meth:`DedupePolicy.restore` reads of a stored page (:class:`KnownPage` is one).
+
+    ``minhash`` is the stored signature: a representative's is indexed, a
+    duplicate's is kept to decide again when its representative changes.
+    """
+
+    @property
+    def key(self) -> Key: ...
+    @property
+    def content_hash(self) -> str: ...
+    @property
+    def word_count(self) -> int: ...
+    @property
+    def duplicate_of(self) -> Key | None: ...
+    @property
+    def duplicate_kind(self) -> str | None: ...
+    @property
+    def duplicate_score(self) -> float | None: ...
+    @property
+    def minhash(self) -> bytes | None: ...
+    @property
+    def minhash_params(self) -> str | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class KnownPage:
+    """A stored page as the policy reads it, with its stored decision and signature."""
+
+    key: Key
+    content_hash: str
+    word_count: int
+    duplicate_of: Key | None = None
+    duplicate_kind: str | None = None
+    duplicate_score: float | None = None
+    minhash: bytes | None = None
+    minhash_params: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Reassignment:
+    """A new decision about a page other than the one being decided."""
+
+    key: Key
+    decision: Decision
+
+
+class _Duplicate:
+    """A page that is a duplicate now, with the content it was decided with."""
+
+    __slots__ = ("content_hash", "kind", "minhash", "rep", "score", "words")
+
+    def __init__(
+        self,
+        content_hash: str,
+        minhash: bytes | None,
+        words: int,
+        rep: Key,
+        kind: str | None,
+        score: float | None,
+    ) -> None:
+        self.content_hash = content_hash
+        self.minhash = minhash
+        self.words = words
+        self.rep = rep
+        self.kind = kind
+        self.score = score
+
+    @property
+    def decision(self) -> Decision:
+        return Decision(self.rep, self.kind, self.score)
+
+
+#: (page, decision before, decision after)
+_Change = tuple[Key, Decision, Decision]
+
+
+def _index_key(key: Key) -> str:
+    return f"{key[0]}{_SEP}{key[1]}"
+
+
+def _key(index_key: str) -> Key:
+    source_id, _, url = index_key.partition(_SEP)
+    return (source_id, url)
+
+
+class DedupePolicy:
+    """The dedupe state of a crawl and the decisions taken against it.
+
+    ``params`` are the crawl's MinHash parameters (their threshold is the default
+    one); ``thresholds`` maps source ids to their own near-duplicate threshold.
+    One LSH index is kept per threshold in use, all built by :meth:`restore`.
+    """
+
+    def __init__(self, params: MinHashParams, thresholds: Mapping[str, float] | None = None):
+        self.params = params
+        self._threshold_of: dict[str, float] = dict(thresholds or {})
+        self._index_params: dict[float, MinHashParams] = {
+            t: dataclasses.replace(params, threshold=t)
+            for t in sorted({params.threshold, *self._threshold_of.values()})
+        }
+        self._indexes: dict[float, MemoryNearDuplicateIndex] = {
+            t: MemoryNearDuplicateIndex(p) for t, p in self._index_params.items()
+        }
+        #: first-seen order of every known page
+        self._rank: dict[Key, int] = {}
+        #: current content hash of every known page
+        self._hash_of: dict[Key, str] = {}
+        #: content hash -> the representative that holds it
+        self._by_hash: dict[str, Key] = {}
+        #: every page that is a duplicate now
+        self._duplicates: dict[Key, _Duplicate] = {}
+        #: representative -> the pages that are its duplicates now
+        self._dependents: dict[Key, set[Key]] = {}
+        #: (newer holder, older page) pairs: the older page took the holder's content hash
+        self._displaced: list[tuple[Key, Key]] = []
+        #: duplicates decided again because their representative changed (a cost counter)
+        self.examined = 0
+
+    # -- state from the store ---------------------------------------------------
+
+    def restore(self, pages: Iterable[StoredPage], *, allow_rebanding: bool = True) -> int:
+        """Load the stored pages, earliest first; return how many.
+
+        Raises ``ParamsMismatchError`` when a stored signature was made with other
+        MinHash parameters (see ``MinHashParams.check_fingerprint``).
+        """
+        if self._rank:
+            raise RuntimeError("restore() loads an empty policy, before any decision")
+        rank, hash_of, by_hash = self._rank, self._hash_of, self._by_hash
+        duplicates, dependents = self._duplicates, self._dependents
+        indexed: list[tuple[str, bytes, str]] = []
+        duplicate_fingerprints: set[str | None] = set()
+        for page in pages:
+            key = page.key
+            digest = page.content_hash
+            rank[key] = len(rank)
+            hash_of[key] = digest
+            rep = page.duplicate_of
+            if rep is None:
+                if page.word_count:
+                    by_hash.setdefault(digest, key)
+                    minhash, fingerprint = page.minhash, page.minhash_params
+                    if minhash is not None and fingerprint is not None:
+                        indexed.append((f"{key[0]}{_SEP}{key[1]}", minhash, fingerprint))
+                continue
+            duplicates[key] = _Duplicate(
+                digest,
+                page.minhash,
+                page.word_count,
+                rep,
+                page.duplicate_kind,
+                page.duplicate_score,
+            )
+            deps = dependents.get(rep)
+            if deps is None:
+                dependents[rep] = {key}
+            else:
+                deps.add(key)
+            duplicate_fingerprints.add(page.minhash_params)
+        for fingerprint in sorted(f for f in duplicate_fingerprints if f is not None):
+            self.params.check_fingerprint(fingerprint, allow_rebanding=allow_rebanding)
+        for threshold, params in self._index_params.items():
+            self._indexes[threshold] = MemoryNearDuplicateIndex.restore(
+                params, indexed, allow_rebanding=allow_rebanding
+            )
+        return len(rank)
+
+    # -- decisions --------------------------------------------------------------
+
+    def decide(
+        self, key: Key, content_hash: str, minhash: bytes | None, words: int
+    ) -> tuple[Decision, list[Reassignment]]:
+        """Decide for ``key`` with this content, and update the state to match.
+
+        Returns the page's decision and the new decisions about other pages that
+        it caused (displaced holders, duplicates of a representative that moved),
+        each page at most once, only where the decision changed.
+        """
+        self._rank.setdefault(key, len(self._rank))
+        previous = self._hash_of.get(key)
+        moved = previous is not None and previous != content_hash
+        decision = self._judge(key, content_hash, minhash, words)
+        changes = self._reevaluate(key) if self._released(decision, words, moved) else []
+        changes += self._settle_displaced()
+        return self.decision(key), _net(changes, key)
+
+    def threshold(self, source_id: str) -> float:
+        """The near-duplicate threshold that pages of ``source_id`` are judged by."""
+        return self._threshold_of.get(source_id, self.params.threshold)
+
+    def decision(self, key: Key) -> Decision:
+        """The current decision about ``key`` (a representative if unknown)."""
+        dup = self._duplicates.get(key)
+        return REPRESENTATIVE if dup is None else dup.decision
+
+    def dependents(self, key: Key) -> list[Key]:
+        """The pages that are duplicates of ``key`` now, earliest first."""
+        return sorted(self._dependents.get(key, ()), key=self._rank.__getitem__)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._rank
+
+    def __len__(self) -> int:
+        return len(self._rank)
+
+    # -- internals --------------------------------------------------------------
+
+    def _judge(self, key: Key, digest: str, minhash: bytes | None, words: int) -> Decision:
+        """Forget what ``key`` was, decide what it is with this content, record it."""
+        self._release(key)
+        self._hash_of[key] = digest
+        if not words:  # empty is no content: never a duplicate, never a representative
+            return REPRESENTATIVE
+        rank = self._rank[key]
+        holder = self._by_hash.get(digest)
+        if holder is not None and self._rank[holder] < rank:
+            return self._link(key, Decision(holder, EXACT, 1.0), digest, minhash, words)
+        sig = from_bytes(minhash) if minhash is not None else None
+        if sig is not None:
+            hits = [
+                (other, j)
+                for k, j in self._indexes[self.threshold(key[0])].query(sig)
+                if self._rank[other := _key(k)] < rank
+            ]
+            if hits:
+                best, score = min(hits, key=lambda hit: (-hit[1], self._rank[hit[0]]))
+                decision = Decision(best, NEAR, round(score, 4))
+                return self._link(key, decision, digest, minhash, words)
+        if holder is not None:  # a newer page held this content: it becomes our duplicate
+            self._displaced.append((holder, key))
+        self._by_hash[digest] = key
+        if sig is not None:
+            ikey = _index_key(key)
+            for index in self._indexes.values():
+                index.add(ikey, sig)
+        return REPRESENTATIVE
+
+    def _release(self, key: Key) -> None:
+        """``key`` no longer holds its content hash, its index entries or its decision."""
+        digest = self._hash_of.get(key)
+        if digest is not None and self._by_hash.get(digest) == key:
+            del self._by_hash[digest]
+        ikey = _index_key(key)
+        for index in self._indexes.values():
+            index.remove(ikey)
+        dup = self._duplicates.pop(key, None)
+        if dup is not None:
+            rep = dup.rep
+            deps = self._dependents.get(rep)
+            if deps is not None:
+                deps.discard(key)
+                if not deps:
+                    del self._dependents[rep]
+
+    def _link(
+        self, key: Key, decision: Decision, digest: str, minhash: bytes | None, words: int
+    ) -> Decision:
+        rep = decision.duplicate_of
+        assert rep is not None
+        self._duplicates[key] = _Duplicate(
+            digest, minhash, words, rep, decision.kind, decision.score
+        )
+        self._dependents.setdefault(rep, set()).add(key)
+        return decision
+
+    def _released(self, decision: Decision, words: int, moved: bool) -> bool:
+        """True when a page's duplicates no longer match what it represents."""
+        return moved or not words or decision.duplicate_of is not None
+
+    def _reevaluate(self, rep: Key) -> list[_Change]:
+        """Decide again for each page that is a duplicate of ``rep``, earliest first."""
+        changes: list[_Change] = []
+        for dep in self.dependents(rep):
+            state = self._duplicates.get(dep)
+            if state is None or state.rep != rep:
+                continue  # decided again meanwhile (a nested re-evaluation)
+            self.examined += 1
+            before = state.decision
+            decision = self._judge(dep, state.content_hash, state.minhash, state.words)
+            if decision != before:
+                changes.append((dep, before, decision))
+            if self._dependents.get(dep) and self._released(decision, state.words, False):
+                changes += self._reevaluate(dep)  # a stored chain, healed when touched
+            changes += self._settle_displaced()
+        return changes
+
+    def _settle_displaced(self) -> list[_Change]:
+        """Pages that lost their content hash to an older page are decided again."""
+        changes: list[_Change] = []
+        while self._displaced:
+            holder, _older = self._displaced.pop()
+            if holder in self._duplicates:
+                continue  # no longer a representative: already decided again
+            sig = self._indexes[self.params.threshold].get(_index_key(holder))
+            minhash = to_bytes(sig) if sig is not None else None
+            # it held a content hash, so it has words
+            decision = self._judge(holder, self._hash_of[holder], minhash, 1)
+            if decision != REPRESENTATIVE:
+                changes.append((holder, REPRESENTATIVE, decision))
+                changes += self._reevaluate(holder)
+        return changes
+
+
+def _net(changes: list[_Change], decided: Key) -> list[Reassignment]:
+    """One reassignment per page other than ``decided``, from its first to its last
+    decision, in the order the pages first changed; none where they are equal."""
+    first: dict[Key, Decision] = {}
+    last: dict[Key, Decision] = {}
+    for key, before, after in changes:
+        first.setdefault(key, before)
+        last[key] = after
+    return [
+        Reassignment(key, after)
+        for key, after in last.items()
+        if key != decided and after != first[key]
+    ]

@@ -1,0 +1,469 @@
+"""Unit and property tests for knowledge_crawler.sync.dedupe (the dedupe decisions)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from knowledge_crawler.sync.dedupe import (
+    EXACT,
+    NEAR,
+    REPRESENTATIVE,
+    Decision,
+    DedupePolicy,
+    Key,
+    KnownPage,
+    Reassignment,
+)
+from knowledge_crawler.transform.minhash import (
+    DEFAULT,
+    ParamsMismatchError,
+    from_bytes,
+    jaccard,
+    signatures,
+    to_bytes,
+    tokens,
+)
+
+
+@dataclass(frozen=True)
+class Text:
+    """A page's content as the fingerprint stage leaves it."""
+
+    text: str
+    digest: str
+    minhash: bytes | None
+    words: int
+
+
+def texts(*contents: str) -> list[Text]:
+    sigs = signatures(contents)
+    return [
+        Text(
+            c,
+            hashlib.sha256(c.encode()).hexdigest(),
+            to_bytes(sig) if tokens(c) else None,
+            len(tokens(c)),
+        )
+        for c, sig in zip(contents, sigs, strict=True)
+    ]
+
+
+def article(name: str, changed: int = 0, words: int = 120) -> str:
+    """``words`` distinct words; ``changed`` of them replaced (each costs ~5 % Jaccard)."""
+    out = [f"{name}{i}" for i in range(words)]
+    for j in range(changed):
+        out[10 + 20 * j] = f"edit{j}"
+    return " ".join(out)
+
+
+A, A1, A2, A3, B, C, EMPTY = texts(
+    article("acorn"),
+    article("acorn", 1),
+    article("acorn", 2),
+    article("acorn", 5),
+    article("beta"),
+    article("gamma"),
+    "",
+)
+
+
+def sim(a: Text, b: Text) -> float:
+    assert a.minhash is not None and b.minhash is not None
+    return jaccard(from_bytes(a.minhash), from_bytes(b.minhash))
+
+
+def test_premises_of_the_hand_made_texts() -> None:
+    assert sim(A, A1) >= 0.95 > sim(A, A2) >= 0.9 > 0.85 > sim(A, A3) >= 0.8
+    assert sim(A1, A2) >= 0.95 and sim(A2, A3) >= 0.85
+    assert sim(A, B) == sim(A, C) == sim(B, C) == 0.0
+    assert EMPTY.words == 0 and EMPTY.minhash is None
+
+
+def key(name: str, source: str = "s") -> Key:
+    return (source, f"https://example.com/{name}")
+
+
+def decide(policy: DedupePolicy, k: Key, t: Text) -> tuple[Decision, list[Reassignment]]:
+    return policy.decide(k, t.digest, t.minhash, t.words)
+
+
+def known(k: Key, t: Text, decision: Decision = REPRESENTATIVE) -> KnownPage:
+    return KnownPage(
+        k,
+        t.digest,
+        t.words,
+        decision.duplicate_of,
+        decision.kind,
+        decision.score,
+        t.minhash,
+        DEFAULT.fingerprint() if t.minhash is not None else None,
+    )
+
+
+def exact(rep: Key) -> Decision:
+    return Decision(rep, EXACT, 1.0)
+
+
+def near(rep: Key, a: Text, b: Text) -> Decision:
+    return Decision(rep, NEAR, round(sim(a, b), 4))
+
+
+# --------------------------------------------------------------------------- rules
+
+
+def test_exact_duplicate_is_the_same_hash_under_another_identity_seen_earlier() -> None:
+    policy = DedupePolicy(DEFAULT)
+    assert decide(policy, key("p1"), A) == (REPRESENTATIVE, [])
+    assert decide(policy, key("p2"), A) == (exact(key("p1")), [])
+    assert decide(policy, key("p3", "other"), A) == (exact(key("p1")), [])
+    # The same page again with the same content is still its own representative.
+    assert decide(policy, key("p1"), A) == (REPRESENTATIVE, [])
+    assert policy.dependents(key("p1")) == [key("p2"), key("p3", "other")]
+
+
+def test_near_duplicate_is_a_candidate_above_the_threshold() -> None:
+    policy = DedupePolicy(DEFAULT)
+    decide(policy, key("p1"), A)
+    decide(policy, key("b"), B)
+    assert decide(policy, key("p2"), A2) == (near(key("p1"), A, A2), [])
+    assert decide(policy, key("p3"), A3)[0] == REPRESENTATIVE  # below 0.85
+    assert decide(policy, key("c"), C)[0] == REPRESENTATIVE
+
+
+def test_each_source_is_judged_by_its_own_threshold() -> None:
+    policy = DedupePolicy(DEFAULT, {"strict": 0.95, "loose": 0.8})
+    assert policy.threshold("strict") == 0.95 and policy.threshold("unknown") == 0.85
+    decide(policy, key("p1"), A)
+    assert decide(policy, key("x", "strict"), A2)[0] == REPRESENTATIVE
+    assert decide(policy, key("y", "strict"), A1)[0] == near(key("p1"), A, A1)
+    assert decide(policy, key("z", "loose"), A3)[0] == near(key("x", "strict"), A2, A3)
+    assert decide(policy, key("p1"), B)[0] == REPRESENTATIVE  # A2 is left, at 0.89 of A3
+    assert decide(policy, key("w", "loose"), A)[0] == near(key("x", "strict"), A2, A)
+    assert decide(policy, key("v"), A3)[0] == near(key("x", "strict"), A2, A3)
+    assert decide(policy, key("u", "strict"), A3)[0] == REPRESENTATIVE
+
+
+def test_the_representative_is_the_page_seen_first() -> None:
+    policy = DedupePolicy(DEFAULT)
+    # stored order first (first_seen_at): p2 was seen before p1
+    policy.restore([known(key("p2"), B), known(key("p1"), C)])
+    assert decide(policy, key("p1"), A) == (REPRESENTATIVE, [])
+    assert decide(policy, key("new"), A) == (exact(key("p1")), [])
+    # p2 is older than p1: it is no duplicate of p1, even when it says almost the same
+    assert decide(policy, key("p2"), A1) == (REPRESENTATIVE, [])
+    # then processing order among the pages new to this run
+    decide(policy, key("n1"), C)
+    assert decide(policy, key("n2"), C)[0] == exact(key("n1"))
+    # among several candidates: the most similar, then the earliest
+    assert decide(policy, key("n3"), A2)[0] == near(key("p2"), A1, A2)
+    assert decide(policy, key("n4"), A1)[0] == exact(key("p2"))
+
+
+def test_empty_pages_are_never_duplicates_nor_representatives() -> None:
+    policy = DedupePolicy(DEFAULT)
+    assert decide(policy, key("e1"), EMPTY) == (REPRESENTATIVE, [])
+    assert decide(policy, key("e2"), EMPTY) == (REPRESENTATIVE, [])
+    decide(policy, key("p1"), A)
+    assert policy.dependents(key("e1")) == []
+    # a representative that becomes empty releases its duplicates
+    decide(policy, key("p2"), A)
+    decision, changes = decide(policy, key("p1"), EMPTY)
+    assert decision == REPRESENTATIVE
+    assert changes == [Reassignment(key("p2"), REPRESENTATIVE)]
+    assert decide(policy, key("p3"), A)[0] == exact(key("p2"))
+
+
+def test_an_older_page_that_takes_a_newer_pages_content_displaces_it() -> None:
+    policy = DedupePolicy(DEFAULT)
+    policy.restore(
+        [
+            known(key("old"), B),
+            known(key("new"), A),
+            known(key("copy"), A, exact(key("new"))),
+            known(key("close"), A1, near(key("new"), A, A1)),
+        ]
+    )
+    decision, changes = decide(policy, key("old"), A)
+    assert decision == REPRESENTATIVE
+    # the newer holder and its own duplicates now point at the older page, none at "new"
+    assert changes == [
+        Reassignment(key("new"), exact(key("old"))),
+        Reassignment(key("copy"), exact(key("old"))),
+        Reassignment(key("close"), near(key("old"), A, A1)),
+    ]
+    assert policy.dependents(key("new")) == []
+
+
+def test_a_representative_that_moves_releases_its_duplicates() -> None:
+    policy = DedupePolicy(DEFAULT)
+    policy.restore(
+        [
+            known(key("rep"), A),
+            known(key("d1"), A, exact(key("rep"))),
+            known(key("d2"), A1, near(key("rep"), A, A1)),
+            known(key("d3"), A, exact(key("rep"))),
+            known(key("b"), B),
+        ]
+    )
+    decision, changes = decide(policy, key("rep"), C)
+    assert decision == REPRESENTATIVE
+    # the oldest copy takes over the content; the others follow it
+    assert changes == [
+        Reassignment(key("d1"), REPRESENTATIVE),
+        Reassignment(key("d2"), near(key("d1"), A, A1)),
+        Reassignment(key("d3"), exact(key("d1"))),
+    ]
+    assert policy.examined == 3
+    assert policy.dependents(key("rep")) == []
+    assert policy.dependents(key("d1")) == [key("d2"), key("d3")]
+
+
+def test_only_changed_decisions_are_reported() -> None:
+    policy = DedupePolicy(DEFAULT)
+    policy.restore(
+        [
+            known(key("rep"), A),
+            known(key("d1"), A, exact(key("rep"))),
+            known(key("d2"), A1, near(key("rep"), A, A1)),
+        ]
+    )
+    # New hash, same words (punctuation only): the near duplicate keeps its decision.
+    punctuated = dataclasses.replace(A, digest="f" * 64)
+    decision, changes = decide(policy, key("rep"), punctuated)
+    assert decision == REPRESENTATIVE
+    assert changes == [Reassignment(key("d1"), Decision(key("rep"), NEAR, 1.0))]
+    assert policy.examined == 2
+    # Same content again: nothing to re-evaluate.
+    assert decide(policy, key("rep"), punctuated) == (REPRESENTATIVE, [])
+    assert policy.examined == 2
+
+
+def test_a_small_change_keeps_a_copy_as_a_near_duplicate() -> None:
+    policy = DedupePolicy(DEFAULT)
+    policy.restore([known(key("rep"), A), known(key("copy"), A, exact(key("rep")))])
+    _, changes = decide(policy, key("rep"), A1)
+    assert changes == [Reassignment(key("copy"), near(key("rep"), A1, A))]
+
+
+def test_a_dependent_whose_content_moved_is_not_decided_with_stale_content() -> None:
+    policy = DedupePolicy(DEFAULT)
+    policy.restore(
+        [
+            known(key("rep"), A),
+            known(key("d1"), A, exact(key("rep"))),
+            known(key("d2"), A, exact(key("rep"))),
+        ]
+    )
+    assert decide(policy, key("d1"), B) == (REPRESENTATIVE, [])  # d1 left for other content
+    assert decide(policy, key("d2"), A1)[0] == near(key("rep"), A, A1)
+    examined = policy.examined
+    _, changes = decide(policy, key("rep"), C)
+    # d1 is not re-decided at all (with A it would take over A); d2 with its own A1
+    assert policy.examined - examined == 1
+    assert changes == [Reassignment(key("d2"), REPRESENTATIVE)]
+    assert policy.decision(key("d1")) == REPRESENTATIVE
+    assert decide(policy, key("x"), B)[0] == exact(key("d1"))
+
+
+def test_a_representative_that_becomes_a_duplicate_releases_its_duplicates() -> None:
+    """No chain: a page never stays the duplicate of a page that became a duplicate."""
+    policy = DedupePolicy(DEFAULT)
+    policy.restore(
+        [
+            known(key("a"), B),
+            known(key("r"), A1),
+            known(key("d"), A1, exact(key("r"))),
+        ]
+    )
+    # the older page "a" now says almost what "r" says: it stays a representative
+    assert decide(policy, key("a"), A)[0] == REPRESENTATIVE
+    # "r" is fetched again, unchanged: it is now a near duplicate of the older "a"...
+    decision, changes = decide(policy, key("r"), A1)
+    assert decision == near(key("a"), A, A1)
+    # ... and its copy follows it to "a" instead of pointing at a duplicate.
+    assert changes == [Reassignment(key("d"), near(key("a"), A, A1))]
+
+
+def test_a_stored_chain_is_healed_when_touched() -> None:
+    policy = DedupePolicy(DEFAULT)
+    policy.restore(
+        [
+            known(key("s"), A),
+            known(key("r"), A, exact(key("s"))),
+            known(key("d"), A, exact(key("r"))),  # a chain left by older code
+        ]
+    )
+    _, changes = decide(policy, key("r"), A)
+    assert changes == [Reassignment(key("d"), exact(key("s")))]
+
+
+def test_restore_indexes_only_representatives_and_refuses_other_params() -> None:
+    policy = DedupePolicy(DEFAULT, {"strict": 0.95})
+    n = policy.restore(
+        [
+            known(key("rep"), A),
+            known(key("dup"), A2, near(key("rep"), A, A2)),
+            known(key("e"), EMPTY),
+        ]
+    )
+    assert n == 3 and len(policy) == 3 and key("dup") in policy
+    # the duplicate is not a representative: a copy of its content is no duplicate of it
+    assert decide(policy, key("x"), A2)[0] == near(key("rep"), A, A2)
+    with pytest.raises(RuntimeError):
+        policy.restore([])
+
+    other = dataclasses.replace(DEFAULT, shingle_size=4).fingerprint()
+    bad_rep = dataclasses.replace(known(key("rep"), A), minhash_params=other)
+    with pytest.raises(ParamsMismatchError):
+        DedupePolicy(DEFAULT).restore([bad_rep])
+    bad_dup = dataclasses.replace(known(key("d"), A, exact(key("rep"))), minhash_params=other)
+    with pytest.raises(ParamsMismatchError):
+        DedupePolicy(DEFAULT).restore([known(key("rep"), A), bad_dup])
+    # another banding (threshold) is fine: the indexes are rebuilt from the signatures
+    rebanded = dataclasses.replace(DEFAULT, threshold=0.7).fingerprint()
+    DedupePolicy(DEFAULT).restore(
+        [dataclasses.replace(known(key("r"), A), minhash_params=rebanded)]
+    )
+
+
+# --------------------------------------------------------------------------- cost
+
+
+def filler(n: int) -> list[Text]:
+    """``n`` short pages that share no shingle with each other or with the articles."""
+    return texts(*(f"filler{i} lorem{i} ipsum{i} dolor{i}" for i in range(n)))
+
+
+def test_a_changed_representative_costs_its_dependents_not_the_run() -> None:
+    """Re-evaluation examines the 2 duplicates of the page, not the 5,000 pages of the run."""
+    pages = filler(5_000)
+    policy = DedupePolicy(DEFAULT)
+    decide(policy, key("rep"), A)
+    decide(policy, key("copy"), A)
+    decide(policy, key("close"), A1)
+    for i, page in enumerate(pages):
+        assert decide(policy, key(f"f{i}"), page)[0] == REPRESENTATIVE
+    assert policy.examined == 0
+
+    decision, changes = decide(policy, key("rep"), C)
+    assert decision == REPRESENTATIVE
+    assert policy.examined == 2
+    assert changes == [
+        Reassignment(key("copy"), REPRESENTATIVE),
+        Reassignment(key("close"), near(key("copy"), A, A1)),
+    ]
+
+
+def test_restored_dependents_cost_the_same() -> None:
+    pages = filler(5_000)
+    stored = [known(key(f"f{i}"), page) for i, page in enumerate(pages)]
+    stored[100:100] = [
+        known(key("rep"), A),
+        known(key("copy"), A, exact(key("rep"))),
+        known(key("close"), A1, near(key("rep"), A, A1)),
+    ]
+    policy = DedupePolicy(DEFAULT)
+    policy.restore(stored)
+    for i in range(0, 5_000, 2):  # this run refreshes half of them
+        decide(policy, key(f"f{i}"), pages[i])
+    decide(policy, key("rep"), C)
+    assert policy.examined == 2
+
+
+# --------------------------------------------------------------------------- property
+
+POOL = texts(
+    article("alpha"),
+    article("alpha", 1),
+    article("alpha", 2),
+    article("alpha", 3),
+    article("beta"),
+    article("beta", 1),
+    article("beta", 2),
+    article("gamma"),
+    "",
+)
+SOURCES = {"a": 0.85, "b": 0.95}
+KEYS = [key(f"p{i}", source) for i in range(4) for source in SOURCES]
+
+
+@dataclass
+class Stored:
+    """What the store holds of one page once the pipeline's output is written."""
+
+    text: Text
+    decision: Decision
+
+
+class Model:
+    """The store as the pipeline writes it: item decisions, then reassignments."""
+
+    def __init__(self) -> None:
+        self.pages: dict[Key, Stored] = {}  # insertion order = first-seen order
+        self.policy = DedupePolicy(DEFAULT, SOURCES)
+
+    def write(self, k: Key, t: Text) -> None:
+        decision, changes = decide(self.policy, k, t)
+        assert k not in {c.key for c in changes}
+        self.pages[k] = Stored(t, decision)
+        for change in changes:
+            assert change.key in self.pages
+            assert change.decision != self.pages[change.key].decision, "unchanged reported"
+            self.pages[change.key].decision = change.decision
+
+    def restart(self) -> None:
+        """A new crawl: the state comes back from the store."""
+        self.policy = DedupePolicy(DEFAULT, SOURCES)
+        self.policy.restore(known(k, p.text, p.decision) for k, p in self.pages.items())
+
+    def check(self) -> None:
+        rank = {k: i for i, k in enumerate(self.pages)}
+        held: dict[str, Key] = {}
+        for k, page in self.pages.items():
+            decision = page.decision
+            assert self.policy.decision(k) == decision, k
+            rep = decision.duplicate_of
+            if rep is None:
+                if page.text.words:  # one representative per content hash
+                    assert held.setdefault(page.text.digest, k) == k, (k, held)
+                continue
+            target = self.pages[rep]
+            # never the duplicate of a duplicate, nor of a newer or an empty page
+            assert target.decision == REPRESENTATIVE, (k, rep, target.decision)
+            assert rank[rep] < rank[k]
+            assert page.text.words and target.text.words
+            if decision.kind == EXACT:
+                assert page.text.digest == target.text.digest and decision.score == 1.0
+            else:
+                assert decision.kind == NEAR and decision.score is not None
+                assert decision.score == round(sim(page.text, target.text), 4)
+                assert decision.score >= SOURCES[k[0]]
+        for k, page in self.pages.items():
+            if not page.text.words:
+                assert self.policy.dependents(k) == []
+
+
+#: (page, text) steps; the text index len(POOL) stands for a new crawl, restored from the store
+STEPS = st.lists(
+    st.tuples(st.sampled_from(KEYS), st.integers(0, len(POOL))), min_size=20, max_size=60
+)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(STEPS)
+def test_decisions_stay_consistent_over_any_sequence_of_adds_and_changes(
+    steps: list[tuple[Key, int]],
+) -> None:
+    model = Model()
+    for k, i in steps:
+        if i == len(POOL):
+            model.restart()
+        else:
+            model.write(k, POOL[i])
+        model.check()
