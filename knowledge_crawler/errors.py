@@ -5,7 +5,14 @@ Pure module: imported by every layer, imports nothing from the package.
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "KcError", "SchemaMismatchError", "SeedsError", "StoreError"]
+__all__ = [
+    "ConfigError",
+    "KcError",
+    "SchemaMismatchError",
+    "SeedsError",
+    "StoreError",
+    "TransientStoreError",
+]
 
 
 class KcError(Exception):
@@ -52,3 +59,11 @@ class StoreError(KcError):
 
 class SchemaMismatchError(StoreError):
     """The database was written by a newer schema, or with other fingerprint parameters."""
+
+
+class TransientStoreError(StoreError):
+    """The database could not be used for a reason that may pass, not because of a record.
+
+    Locked or busy (another writer), an I/O error, a full disk, a file that cannot
+    be opened right now: the write is retried, and its rows are never quarantined.
+    """

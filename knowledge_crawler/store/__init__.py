@@ -5,31 +5,42 @@ from __future__ import annotations
 from knowledge_crawler.errors import StoreError
 from knowledge_crawler.store.base import (
     HEAD_COUNTERS,
+    RUN_OUTCOMES,
+    STORE_COUNTERS,
     DedupeRow,
     DuplicateUpdate,
     PageRecord,
     Store,
     UpsertResult,
+    record_dict,
     utc_now,
 )
 
 __all__ = [
     "HEAD_COUNTERS",
+    "RUN_OUTCOMES",
+    "STORE_COUNTERS",
     "DedupeRow",
     "DuplicateUpdate",
     "PageRecord",
     "Store",
     "UpsertResult",
     "open_store",
+    "record_dict",
     "utc_now",
 ]
 
 
-def open_store(url: str) -> Store:
-    """Open (and migrate) the store at ``url``: ``sqlite:///PATH`` (PostgreSQL comes later)."""
+def open_store(url: str, *, busy_timeout: float = 10.0) -> Store:
+    """Open (and migrate) the store at ``url``: ``sqlite:///PATH`` (PostgreSQL comes later).
+
+    ``busy_timeout``: seconds a statement waits for another writer's lock. Anything
+    that stops the opening (no such folder, not a database, read-only, locked, a
+    newer schema) raises one :class:`StoreError` line naming the path and the reason.
+    """
     if url.startswith("sqlite:///"):
         from knowledge_crawler.store.sqlite import SqliteStore
 
-        return SqliteStore(url)
+        return SqliteStore(url, busy_timeout=busy_timeout)
     scheme = url.split(":", 1)[0] if ":" in url else url
     raise StoreError(f"unsupported database URL scheme {scheme!r} in {url!r} (use sqlite:///PATH)")

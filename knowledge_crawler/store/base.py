@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 __all__ = [
     "HEAD_COUNTERS",
+    "RUN_OUTCOMES",
+    "STORE_COUNTERS",
     "DedupeRow",
     "DuplicateUpdate",
     "PageRecord",
     "Store",
     "UpsertResult",
+    "record_dict",
     "utc_now",
 ]
 
@@ -37,6 +40,20 @@ HEAD_COUNTERS: tuple[str, ...] = (
     "duplicates_found",
     "tombstones_created",
     "pages_new",
+    "quarantined",
+)
+
+
+#: How a run ended (``crawl_runs.outcome``): ``running`` until it finishes, ``abandoned``
+#: when a later run found its process gone.
+RUN_OUTCOMES: tuple[str, ...] = ("running", "finished", "interrupted", "failed", "abandoned")
+
+#: The counters a committed batch adds to its run, in the batch's own transaction.
+STORE_COUNTERS: tuple[str, ...] = (
+    "upserts_completed",
+    "pages_new",
+    "responses_200_changed",
+    "responses_200_unchanged",
     "quarantined",
 )
 
@@ -79,6 +96,15 @@ class PageRecord:
         return (self.source_id, self.canonical_url)
 
 
+def record_dict(rec: PageRecord) -> dict[str, Any]:
+    """``rec`` as plain JSON values (MinHash bytes as hex): for quarantine and rescue files."""
+    record = asdict(rec)
+    if isinstance(record.get("minhash"), bytes):
+        record["minhash"] = record["minhash"].hex()
+    record["headings"] = list(record["headings"])
+    return record
+
+
 @dataclass(frozen=True, slots=True)
 class DuplicateUpdate:
     """A new duplicate decision for a page already stored (``duplicate_of=None``: none)."""
@@ -118,6 +144,12 @@ class UpsertResult:
     unchanged: list[tuple[str, str]] = field(default_factory=list)
     #: ``(key, error)`` of each record that failed and was quarantined.
     quarantined: list[tuple[tuple[str, str], str]] = field(default_factory=list)
+    #: keys of records marked duplicate of a page that is not stored (e.g. quarantined):
+    #: stored as no duplicate
+    unlinked: list[tuple[str, str]] = field(default_factory=list)
+    #: ``(update, why)`` of each duplicate update not applied (its page or representative
+    #: is not stored, or the database refused it)
+    dropped_updates: list[tuple[DuplicateUpdate, str]] = field(default_factory=list)
 
     @property
     def loaded(self) -> int:
@@ -141,18 +173,34 @@ class Store(abc.ABC):
 
         Upsert on ``(source_id, canonical_url)``: ``first_seen_at`` is set once;
         content, minhash and ``last_changed_at`` move only when the hash moves,
-        and then the previous content is appended to ``page_versions``. A record
-        that fails never half-loads the batch: the batch is rolled back, each
-        record is retried alone, and the offenders go to ``quarantine`` with
-        their error while the rest load.
+        and then the previous content is appended to ``page_versions``. With
+        ``run_id``, the run's :data:`STORE_COUNTERS` grow by what the batch did,
+        in the same transaction.
+
+        A record the database refuses never half-loads the batch: the batch is
+        rolled back and loaded again record by record, in one transaction with
+        the duplicate updates whose page and representative are stored and the
+        quarantine rows of the offenders (with their error); the rest load. A
+        record whose representative is not stored is stored as no duplicate
+        (``unlinked``); an update that cannot apply is left out
+        (``dropped_updates``).
+
+        Any other failure is the database's, not a record's: nothing of the
+        batch is written, nothing quarantined, and it raises
+        :class:`~knowledge_crawler.errors.TransientStoreError` when the
+        condition may pass (locked, busy, I/O, full) or another
+        :class:`~knowledge_crawler.errors.StoreError`. The caller keeps the
+        batch and may retry it whole.
         """
 
     @abc.abstractmethod
     def dedupe_state(self, *, signatures: bool = True) -> Iterator[DedupeRow]:
         """Every active page, earliest ``first_seen_at`` first (ties by id).
 
-        With ``signatures``, representatives (pages that are no duplicate) carry
-        their stored MinHash bytes and parameters fingerprint.
+        With ``signatures``, every page carries its stored MinHash bytes and
+        parameters fingerprint: a representative's to rebuild the LSH index, a
+        duplicate's to decide again when its representative changes, so that a
+        crawl needs no other read of the dedupe state once it has started.
         """
 
     @abc.abstractmethod
@@ -172,16 +220,49 @@ class Store(abc.ABC):
         """Store a dataset-level value."""
 
     @abc.abstractmethod
-    def start_run(self, *, spider: str, sources: Sequence[str], mode: str) -> int:
-        """Record a crawl run as started; return its id."""
+    def start_run(
+        self,
+        *,
+        spider: str,
+        sources: Sequence[str],
+        mode: str,
+        job_id: str | None = None,
+        pid: int,
+        host: str,
+    ) -> int:
+        """Record a crawl run as started (outcome ``running``) by ``pid`` on ``host``; its id.
+
+        ``job_id``: the scheduler's id of the job (scrapyd's ``_job``), if any.
+        """
 
     @abc.abstractmethod
-    def finish_run(self, run_id: int, *, reason: str, counters: Mapping[str, int]) -> None:
-        """Record a run's end and its counters (see :data:`HEAD_COUNTERS`)."""
+    def unfinished_runs(self) -> list[dict[str, Any]]:
+        """Runs still ``running``, oldest first: ``id, pid, host, started_at, job_id`` each."""
+
+    @abc.abstractmethod
+    def abandon_run(self, run_id: int) -> None:
+        """Mark a ``running`` run ``abandoned`` (its process is gone), finished now.
+
+        Its counters stay as its committed batches left them.
+        """
+
+    @abc.abstractmethod
+    def finish_run(
+        self, run_id: int, *, reason: str, outcome: str, counters: Mapping[str, int]
+    ) -> None:
+        """Record a run's end: Scrapy's close ``reason``, its ``outcome`` and its counters.
+
+        ``counters``: every integer stat; the columns of :data:`HEAD_COUNTERS` are
+        set from it, and all of it is kept as JSON.
+        """
 
     @abc.abstractmethod
     def stats(self, *, stale_days: int = 7, runs: int = 5) -> dict[str, Any]:
-        """The sanity checks, per-source counts and the last runs' counters."""
+        """The sanity checks, per-source counts and the last runs' counters.
+
+        Each run carries its outcome, job id and ``fetch_errors`` (``{kind: count}``
+        from its ``kc/fetch/error/<kind>`` stats).
+        """
 
     @abc.abstractmethod
     def close(self) -> None:

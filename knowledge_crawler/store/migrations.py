@@ -19,6 +19,9 @@ __all__ = ["MIGRATIONS", "Migration"]
 class Migration:
     name: str
     statements: tuple[str, ...]
+    #: rebuilds a table that others reference: foreign keys are off while it runs (SQLite
+    #: would otherwise cascade the old table's DROP), and checked before it commits
+    rebuilds_table: bool = False
 
 
 # A page is two rows: its metadata, rewritten on every visit, and its content
@@ -127,16 +130,83 @@ CREATE TABLE quarantine (
 )
 """
 
+# Runs say who ran them and how they ended. ``outcome`` is ``running`` until the
+# run finishes (``finished``, ``interrupted``, ``failed``) or a later run finds its
+# process gone (``abandoned``). Runs recorded before this migration get the
+# outcome their finish reason implies; unfinished ones stay ``running`` (no pid
+# or host to check them by).
+_RUN_OUTCOMES = "('running', 'finished', 'interrupted', 'failed', 'abandoned')"
+
+_RUNS_OUTCOME: tuple[str, ...] = (
+    "ALTER TABLE crawl_runs ADD COLUMN job_id TEXT",
+    "ALTER TABLE crawl_runs ADD COLUMN pid INTEGER",
+    "ALTER TABLE crawl_runs ADD COLUMN host TEXT",
+    "ALTER TABLE crawl_runs ADD COLUMN outcome TEXT NOT NULL DEFAULT 'running' "
+    f"CHECK (outcome IN {_RUN_OUTCOMES})",
+    "UPDATE crawl_runs SET outcome = CASE "
+    "WHEN finished_at IS NULL THEN 'running' "
+    "WHEN finish_reason = 'shutdown' THEN 'interrupted' ELSE 'finished' END",
+    "CREATE INDEX idx_runs_outcome ON crawl_runs (outcome)",
+)
+
+# ``duplicate_of`` is set exactly when ``duplicate_kind`` is, and a score only with
+# them. SQLite cannot add a CHECK to a table, so ``page_meta`` is rebuilt (ids
+# kept, so every reference stays valid). A row whose pointer and kind disagree
+# (one set, the other NULL), or whose pointer leads nowhere, loses all three:
+# it becomes a representative, the one state that needs no guess, and the next
+# crawl's deduplication decides it again. Deleting a representative unlinks its
+# duplicates (pointer, kind and score) instead of leaving a kind without a pointer.
+_PAGE_META_CHECKED = _PAGE_META.replace("CREATE TABLE page_meta (", "CREATE TABLE page_meta_new (")
+_PAGE_META_CHECKED = _PAGE_META_CHECKED.replace(
+    "    UNIQUE (source_id, canonical_url)\n",
+    "    UNIQUE (source_id, canonical_url),\n"
+    "    CHECK ((duplicate_of IS NULL) = (duplicate_kind IS NULL)),\n"
+    "    CHECK (duplicate_of IS NOT NULL OR duplicate_score IS NULL)\n",
+)
+_META_COLUMNS = (
+    "id, source_id, canonical_url, url, final_url, fetched_at, title, headings, word_count, "
+    "language, thin, content_hash, duplicate_of, duplicate_kind, duplicate_score, http_status, "
+    "etag, last_modified, status, first_seen_at, last_seen_at, last_checked_at, "
+    "last_changed_at, next_check_at"
+)
+_CONSISTENT = (
+    "duplicate_of IS NOT NULL AND duplicate_kind IS NOT NULL "
+    "AND duplicate_of IN (SELECT id FROM page_meta)"
+)
+_PAGE_INDEXES: tuple[str, ...] = (
+    "CREATE INDEX idx_pages_last_seen ON page_meta (last_seen_at)",
+    "CREATE INDEX idx_pages_fetched ON page_meta (fetched_at)",
+    "CREATE INDEX idx_pages_hash ON page_meta (content_hash)",
+    "CREATE INDEX idx_pages_due ON page_meta (source_id, next_check_at)",
+    "CREATE INDEX idx_pages_duplicate_of ON page_meta (duplicate_of)",
+)
+
+_DUPLICATE_CHECK: tuple[str, ...] = (
+    "DROP VIEW pages",
+    _PAGE_META_CHECKED,
+    f"INSERT INTO page_meta_new ({_META_COLUMNS}) SELECT "
+    + _META_COLUMNS.replace(
+        "duplicate_of, duplicate_kind, duplicate_score",
+        f"CASE WHEN {_CONSISTENT} THEN duplicate_of END, "
+        f"CASE WHEN {_CONSISTENT} THEN duplicate_kind END, "
+        f"CASE WHEN {_CONSISTENT} THEN duplicate_score END",
+    )
+    + " FROM page_meta ORDER BY id",
+    "DROP TABLE page_meta",
+    "ALTER TABLE page_meta_new RENAME TO page_meta",
+    *_PAGE_INDEXES,
+    _PAGES_VIEW,
+    "CREATE TRIGGER page_meta_unlink_duplicates BEFORE DELETE ON page_meta BEGIN "
+    "UPDATE page_meta SET duplicate_of = NULL, duplicate_kind = NULL, duplicate_score = NULL "
+    "WHERE duplicate_of = old.id; END",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "0001_pages_runs_quarantine",
         (
             _PAGE_META,
-            "CREATE INDEX idx_pages_last_seen ON page_meta (last_seen_at)",
-            "CREATE INDEX idx_pages_fetched ON page_meta (fetched_at)",
-            "CREATE INDEX idx_pages_hash ON page_meta (content_hash)",
-            "CREATE INDEX idx_pages_due ON page_meta (source_id, next_check_at)",
-            "CREATE INDEX idx_pages_duplicate_of ON page_meta (duplicate_of)",
+            *_PAGE_INDEXES,
             _PAGE_CONTENT,
             _PAGES_VIEW,
             _VERSIONS,
@@ -147,4 +217,6 @@ MIGRATIONS: tuple[Migration, ...] = (
             " key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at TEXT NOT NULL)",
         ),
     ),
+    Migration("0002_runs_outcome_job_pid_host", _RUNS_OUTCOME),
+    Migration("0003_page_meta_duplicate_check", _DUPLICATE_CHECK, rebuilds_table=True),
 )

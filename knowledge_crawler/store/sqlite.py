@@ -3,20 +3,27 @@
 One connection, guarded by a lock; callers run methods on a single writer
 thread (see :mod:`knowledge_crawler.pipelines.store`) so the event loop never
 blocks on disk.
+
+Errors are sorted by whose fault they are. A record the database rejects
+(:data:`BAD_RECORD_ERRORS`: a constraint, a value it cannot bind) is
+quarantined and the rest of its batch loads. Anything else is the database's:
+locked, busy, I/O, full, cannot open (:class:`TransientStoreError`, worth a
+retry) or another :class:`StoreError`; the batch is rolled back whole and
+nothing of it is quarantined.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from knowledge_crawler.errors import SchemaMismatchError, StoreError
+from knowledge_crawler.errors import SchemaMismatchError, StoreError, TransientStoreError
 from knowledge_crawler.store.base import (
     HEAD_COUNTERS,
     DedupeRow,
@@ -24,11 +31,72 @@ from knowledge_crawler.store.base import (
     PageRecord,
     Store,
     UpsertResult,
+    record_dict,
     utc_now,
 )
-from knowledge_crawler.store.migrations import MIGRATIONS
+from knowledge_crawler.store.migrations import MIGRATIONS, Migration
 
-__all__ = ["SqliteStore", "sqlite_path"]
+__all__ = [
+    "BAD_RECORD_ERRORS",
+    "SqliteStore",
+    "record_json",
+    "sqlite_path",
+    "store_error",
+]
+
+#: Errors that say a record is bad (the database refuses it), not the database.
+BAD_RECORD_ERRORS: tuple[type[Exception], ...] = (
+    sqlite3.IntegrityError,  # a constraint: CHECK, NOT NULL, UNIQUE, FOREIGN KEY
+    sqlite3.DataError,  # string or blob too big
+    sqlite3.InterfaceError,  # a value that cannot be bound
+    sqlite3.ProgrammingError,  # (Python 3.11+: "Error binding parameter")
+    ValueError,  # e.g. text with lone surrogates
+    TypeError,
+    OverflowError,  # an integer wider than 64 bits
+)
+
+# Primary result codes (https://www.sqlite.org/rescode.html) of conditions that may pass.
+_TRANSIENT_CODES = frozenset(
+    {
+        5,  # SQLITE_BUSY
+        6,  # SQLITE_LOCKED
+        7,  # SQLITE_NOMEM
+        8,  # SQLITE_READONLY (e.g. a file system remounted read-only)
+        10,  # SQLITE_IOERR
+        13,  # SQLITE_FULL
+        14,  # SQLITE_CANTOPEN
+        15,  # SQLITE_PROTOCOL
+    }
+)
+# ... and their messages, for errors that carry no code.
+_TRANSIENT_WORDS = (
+    "locked",
+    "busy",
+    "disk i/o error",
+    "disk is full",
+    "unable to open",
+    "readonly database",
+    "out of memory",
+)
+
+
+def store_error(exc: BaseException, what: str) -> StoreError:
+    """``exc`` (a database error) as a one-line :class:`StoreError` starting with ``what``.
+
+    :class:`TransientStoreError` when the condition may pass (locked, busy, I/O,
+    full, cannot open), by SQLite result code when the error carries one.
+    """
+    if isinstance(exc, StoreError):
+        return exc
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        transient = code & 0xFF in _TRANSIENT_CODES
+    else:
+        text = str(exc).lower()
+        transient = isinstance(exc, OSError) or any(w in text for w in _TRANSIENT_WORDS)
+    message = " ".join(f"{what}: {exc}".split())
+    return TransientStoreError(message) if transient else StoreError(message)
+
 
 # Metadata: rewritten on every visit. Content: only when the hash moves (_PUT_CONTENT).
 _UPSERT = """
@@ -41,7 +109,13 @@ INSERT INTO page_meta (
     :source_id, :canonical_url, :url, :final_url, :fetched_at, :title, :headings,
     :word_count, :language, :thin, :content_hash,
     (SELECT id FROM page_meta WHERE source_id = :dup_source AND canonical_url = :dup_url),
-    :duplicate_kind, :duplicate_score, :http_status, :etag, :last_modified, 'active',
+    CASE WHEN EXISTS (SELECT 1 FROM page_meta
+                      WHERE source_id = :dup_source AND canonical_url = :dup_url)
+         THEN :duplicate_kind END,
+    CASE WHEN EXISTS (SELECT 1 FROM page_meta
+                      WHERE source_id = :dup_source AND canonical_url = :dup_url)
+         THEN :duplicate_score END,
+    :http_status, :etag, :last_modified, 'active',
     :fetched_at, :fetched_at, :fetched_at, :fetched_at, :next_check_at
 )
 ON CONFLICT (source_id, canonical_url) DO UPDATE SET
@@ -84,6 +158,20 @@ UPDATE page_meta SET
     duplicate_kind = :kind,
     duplicate_score = :score
 WHERE source_id = :source_id AND canonical_url = :canonical_url
+"""
+
+# A stored page's ``duplicate_of`` (no row: the page is not stored).
+_EXISTS = "SELECT duplicate_of FROM page_meta WHERE source_id = ? AND canonical_url = ?"
+
+# Each committed batch adds what it did to its run, in the same transaction.
+_COUNT_RUN = """
+UPDATE crawl_runs SET
+    upserts_completed       = upserts_completed + :loaded,
+    pages_new               = pages_new + :inserted,
+    responses_200_changed   = responses_200_changed + :changed,
+    responses_200_unchanged = responses_200_unchanged + :unchanged,
+    quarantined             = quarantined + :quarantined
+WHERE id = :run_id
 """
 
 _SAVE_VERSION = """
@@ -137,6 +225,21 @@ def _row_params(rec: PageRecord) -> dict[str, Any]:
     }
 
 
+def record_json(rec: PageRecord) -> str:
+    """``rec`` as one line of JSON (MinHash bytes as hex), as ``quarantine`` keeps it."""
+    return json.dumps(record_dict(rec), default=repr, ensure_ascii=False)
+
+
+def fetch_errors(counters: Mapping[str, Any]) -> dict[str, int]:
+    """``{kind: count}`` of a run's failed fetches, from its ``kc/fetch/error/<kind>`` stats."""
+    prefix = "kc/fetch/error/"
+    return {
+        k.removeprefix(prefix): int(v)
+        for k, v in sorted(counters.items())
+        if k.startswith(prefix) and isinstance(v, int)
+    }
+
+
 def _dedupe_row(row: Sequence[Any]) -> DedupeRow:
     source_id, url, digest, words, rep_source, rep_url, kind, score, minhash, params = row
     return DedupeRow(
@@ -155,22 +258,45 @@ def _dedupe_row(row: Sequence[Any]) -> DedupeRow:
 class SqliteStore(Store):
     """The default backend: one SQLite file in WAL mode."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, busy_timeout: float = 10.0) -> None:
+        """Open (creating its folder) and migrate the database at ``url``.
+
+        ``busy_timeout``: seconds a statement waits for another writer's lock
+        before failing with :class:`TransientStoreError`. Whatever stops the
+        opening raises one :class:`StoreError` line: ``cannot open PATH: REASON``.
+        """
         self.url = url
-        path = sqlite_path(url)
+        self.path = path = sqlite_path(url)
+        self._lock = threading.RLock()
+        what = f"cannot open {path}"
         if path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            parent = Path(path).parent
+            try:
+                parent.mkdir(parents=True, exist_ok=True)
+            except FileExistsError:
+                raise StoreError(f"{what}: {parent} is not a directory") from None
+            except OSError as exc:
+                reason = exc.strerror or type(exc).__name__
+                raise StoreError(f"{what}: cannot create its folder {parent}: {reason}") from None
+            if Path(path).is_dir():
+                raise StoreError(f"{what}: unable to open database file (it is a directory)")
         try:
             # isolation_level=None: we issue BEGIN/COMMIT ourselves.
             self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open {path}: {exc}") from exc
-        self._lock = threading.RLock()
-        self._conn.execute("PRAGMA busy_timeout = 10000")
-        self._conn.execute("PRAGMA journal_mode = WAL")
-        self._conn.execute("PRAGMA synchronous = NORMAL")
-        self._conn.execute("PRAGMA foreign_keys = ON")
-        self._migrate()
+            raise store_error(exc, what) from None
+        try:
+            self._conn.execute(f"PRAGMA busy_timeout = {max(0, round(busy_timeout * 1000))}")
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except (sqlite3.Error, OSError) as exc:
+            self._conn.close()
+            raise store_error(exc, what) from None
+        except BaseException:
+            self._conn.close()
+            raise
 
     # -- schema ---------------------------------------------------------------
 
@@ -189,15 +315,36 @@ class SqliteStore(Store):
                     f"(unknown migrations: {', '.join(unknown)})"
                 )
             for migration in MIGRATIONS:
-                if migration.name in applied:
-                    continue
-                with self._transaction():
-                    for statement in migration.statements:
-                        self._conn.execute(statement)
-                    self._conn.execute(
-                        "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
-                        (migration.name, utc_now()),
-                    )
+                if migration.name not in applied:
+                    self._apply(migration)
+
+    def _apply(self, migration: Migration) -> None:
+        conn = self._conn
+        if migration.rebuilds_table:
+            conn.execute("PRAGMA foreign_keys = OFF")  # a no-op inside a transaction
+        try:
+            with self._transaction():
+                done = conn.execute(
+                    "SELECT 1 FROM schema_migrations WHERE name = ?", (migration.name,)
+                ).fetchone()
+                if done:  # another process applied it while we waited for the lock
+                    return
+                for statement in migration.statements:
+                    conn.execute(statement)
+                if migration.rebuilds_table:
+                    broken = conn.execute("PRAGMA foreign_key_check").fetchall()
+                    if broken:
+                        raise StoreError(
+                            f"{self.path}: migration {migration.name} would leave "
+                            f"{len(broken)} broken references (first: {broken[0]})"
+                        )
+                conn.execute(
+                    "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
+                    (migration.name, utc_now()),
+                )
+        finally:
+            if migration.rebuilds_table:
+                conn.execute("PRAGMA foreign_keys = ON")
 
     def applied_migrations(self) -> list[str]:
         with self._lock:
@@ -208,6 +355,12 @@ class SqliteStore(Store):
     # -- transactions -----------------------------------------------------------
 
     class _Tx:
+        """``BEGIN IMMEDIATE`` ... ``COMMIT``; on any error (COMMIT's own too) ``ROLLBACK``.
+
+        SQLite rolls some failures back by itself (a full disk, an I/O error): the
+        ROLLBACK is then skipped, so the original error is what the caller sees.
+        """
+
         def __init__(self, conn: sqlite3.Connection) -> None:
             self.conn = conn
 
@@ -216,7 +369,20 @@ class SqliteStore(Store):
             return self.conn
 
         def __exit__(self, exc_type: object, *rest: object) -> None:
-            self.conn.execute("ROLLBACK" if exc_type is not None else "COMMIT")
+            if exc_type is None:
+                try:
+                    self.conn.execute("COMMIT")
+                    return
+                except BaseException:
+                    self._rollback()
+                    raise
+            self._rollback()
+
+        def _rollback(self) -> None:
+            if self.conn.in_transaction:
+                # A ROLLBACK that fails leaves nothing committed; the first error wins.
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.execute("ROLLBACK")
 
     def _transaction(self) -> SqliteStore._Tx:
         return SqliteStore._Tx(self._conn)
@@ -234,28 +400,127 @@ class SqliteStore(Store):
             return UpsertResult()
         with self._lock:
             try:
-                with self._transaction():
-                    result = self._load(records)
-                    self._set_duplicates(duplicate_updates)
-                    return result
-            except (sqlite3.Error, ValueError, TypeError, OverflowError):
-                pass  # isolate the offender(s) below
-            result = UpsertResult()
-            for rec in records:
                 try:
                     with self._transaction():
-                        one = self._load([rec])
-                except (sqlite3.Error, ValueError, TypeError, OverflowError) as exc:
+                        result = self._load(records)
+                        result.unlinked = self._unlinked(records)
+                        self._apply_updates(duplicate_updates, result, isolate=False)
+                        self._count_run(run_id, result)
+                        return result
+                except BAD_RECORD_ERRORS:
+                    pass  # a record the database refuses: find it, below
+                return self._isolate(records, duplicate_updates, run_id)
+            except sqlite3.Error as exc:
+                raise store_error(exc, f"cannot write to {self.path}") from exc
+
+    def _isolate(
+        self,
+        records: Sequence[PageRecord],
+        updates: Sequence[DuplicateUpdate],
+        run_id: int | None,
+    ) -> UpsertResult:
+        """Load the batch again, each record in a savepoint, all in one transaction.
+
+        A record the database refuses is rolled back to its savepoint and goes to
+        ``quarantine``; the others load. Then the duplicate updates whose page and
+        representative are stored are applied, the quarantine rows written and the
+        run's counters moved, in the same transaction: it commits whole or not at
+        all, so a retry after any failure writes each row once.
+        """
+        conn = self._conn
+        result = UpsertResult()
+        bad: list[tuple[PageRecord, str]] = []
+        loaded: list[PageRecord] = []
+        with self._transaction():
+            for rec in records:
+                conn.execute("SAVEPOINT kc_record")
+                try:
+                    one = self._load([rec])
+                except BAD_RECORD_ERRORS as exc:
+                    self._undo("kc_record")
                     error = f"{type(exc).__name__}: {exc}"
-                    self._quarantine(rec, error, run_id)
+                    bad.append((rec, error))
                     result.quarantined.append((rec.key, error))
                     continue
+                conn.execute("RELEASE kc_record")
+                loaded.append(rec)
                 result.inserted += one.inserted
                 result.changed += one.changed
                 result.unchanged += one.unchanged
-            with self._transaction():
-                self._set_duplicates(duplicate_updates)
-            return result
+            result.unlinked = self._unlinked(loaded)
+            self._apply_updates(updates, result, isolate=True)
+            for rec, error in bad:
+                self._insert_quarantine(rec, error, run_id)
+            self._count_run(run_id, result)
+        return result
+
+    def _undo(self, savepoint: str) -> None:
+        """Roll back to ``savepoint`` (a statement failed for its record's sake)."""
+        if not self._conn.in_transaction:  # SQLite gave the whole transaction up
+            raise TransientStoreError(
+                f"cannot write to {self.path}: the transaction was rolled back"
+            )
+        self._conn.execute(f"ROLLBACK TO {savepoint}")
+        self._conn.execute(f"RELEASE {savepoint}")
+
+    def _unlinked(self, records: Sequence[PageRecord]) -> list[tuple[str, str]]:
+        """Keys of duplicates stored as none: their representative is not in the database."""
+        last = {rec.key: rec for rec in records}
+        unlinked = []
+        for k, rec in last.items():
+            if rec.duplicate_of is not None:
+                row = self._conn.execute(_EXISTS, k).fetchone()
+                if row is not None and row[0] is None:
+                    unlinked.append(k)
+        return unlinked
+
+    def _apply_updates(
+        self, updates: Sequence[DuplicateUpdate], result: UpsertResult, *, isolate: bool
+    ) -> None:
+        """Apply the updates whose page and representative are stored; report the rest.
+
+        With ``isolate``, each update runs in a savepoint and one the database
+        refuses is dropped and reported; otherwise such an error propagates.
+        """
+        conn = self._conn
+        ready: list[DuplicateUpdate] = []
+        for update in updates:
+            if conn.execute(_EXISTS, update.key).fetchone() is None:
+                result.dropped_updates.append((update, "its page is not stored"))
+            elif (
+                update.duplicate_of is not None
+                and conn.execute(_EXISTS, update.duplicate_of).fetchone() is None
+            ):
+                result.dropped_updates.append((update, "its representative is not stored"))
+            else:
+                ready.append(update)
+        if not isolate:
+            self._set_duplicates(ready)
+            return
+        for update in ready:
+            conn.execute("SAVEPOINT kc_update")
+            try:
+                self._set_duplicates([update])
+            except BAD_RECORD_ERRORS as exc:
+                self._undo("kc_update")
+                result.dropped_updates.append((update, f"{type(exc).__name__}: {exc}"))
+                continue
+            conn.execute("RELEASE kc_update")
+
+    def _count_run(self, run_id: int | None, result: UpsertResult) -> None:
+        if run_id is None:
+            return
+        self._conn.execute(
+            _COUNT_RUN,
+            {
+                "loaded": result.loaded,
+                "inserted": len(result.inserted),
+                "changed": len(result.changed),
+                "unchanged": len(result.unchanged),
+                "quarantined": len(result.quarantined),
+                "run_id": run_id,
+            },
+        )
 
     def _set_duplicates(self, updates: Sequence[DuplicateUpdate]) -> None:
         if not updates:
@@ -311,59 +576,92 @@ class SqliteStore(Store):
         write()
         return result
 
-    def _quarantine(self, rec: PageRecord, error: str, run_id: int | None) -> None:
-        record = asdict(rec)
-        if isinstance(record.get("minhash"), bytes):
-            record["minhash"] = record["minhash"].hex()
-        with self._transaction():
-            self._conn.execute(
-                "INSERT INTO quarantine (run_id, source_id, canonical_url, url, error, record, "
-                "quarantined_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    run_id,
-                    str(rec.source_id),
-                    str(rec.canonical_url),
-                    str(rec.url),
-                    error,
-                    json.dumps(record, default=repr, ensure_ascii=False),
-                    utc_now(),
-                ),
-            )
+    def _insert_quarantine(self, rec: PageRecord, error: str, run_id: int | None) -> None:
+        """Record ``rec`` and its error in ``quarantine``, inside the caller's transaction."""
+        self._conn.execute(
+            "INSERT INTO quarantine (run_id, source_id, canonical_url, url, error, record, "
+            "quarantined_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                run_id,
+                str(rec.source_id),
+                str(rec.canonical_url),
+                str(rec.url),
+                error,
+                record_json(rec),
+                utc_now(),
+            ),
+        )
 
-    def start_run(self, *, spider: str, sources: Sequence[str], mode: str) -> int:
-        with self._lock, self._transaction() as conn:
+    # -- runs -------------------------------------------------------------------
+
+    def start_run(
+        self,
+        *,
+        spider: str,
+        sources: Sequence[str],
+        mode: str,
+        job_id: str | None = None,
+        pid: int,
+        host: str,
+    ) -> int:
+        with self._lock, self._guard("cannot record the run in"), self._transaction() as conn:
             cur = conn.execute(
-                "INSERT INTO crawl_runs (spider, mode, sources, started_at) VALUES (?, ?, ?, ?)",
-                (spider, mode, json.dumps(list(sources)), utc_now()),
+                "INSERT INTO crawl_runs (spider, mode, sources, started_at, job_id, pid, host, "
+                "outcome) VALUES (?, ?, ?, ?, ?, ?, ?, 'running')",
+                (spider, mode, json.dumps(list(sources)), utc_now(), job_id, pid, host),
             )
             assert cur.lastrowid is not None
             return cur.lastrowid
 
-    def finish_run(self, run_id: int, *, reason: str, counters: Mapping[str, int]) -> None:
+    def unfinished_runs(self) -> list[dict[str, Any]]:
+        with self._guard("cannot read the runs of"):
+            return [
+                dict(r)
+                for r in self.query(
+                    "SELECT id, pid, host, started_at, job_id FROM crawl_runs "
+                    "WHERE outcome = 'running' ORDER BY id"
+                )
+            ]
+
+    def abandon_run(self, run_id: int) -> None:
+        with self._lock, self._guard("cannot record the run in"), self._transaction() as conn:
+            conn.execute(
+                "UPDATE crawl_runs SET outcome = 'abandoned', finished_at = ? "
+                "WHERE id = ? AND outcome = 'running'",
+                (utc_now(), run_id),
+            )
+
+    def finish_run(
+        self, run_id: int, *, reason: str, outcome: str, counters: Mapping[str, int]
+    ) -> None:
         head = {name: int(counters.get(name, 0)) for name in HEAD_COUNTERS}
         assignments = ", ".join(f"{name} = :{name}" for name in HEAD_COUNTERS)
-        with self._lock, self._transaction() as conn:
+        with self._lock, self._guard("cannot record the run in"), self._transaction() as conn:
             conn.execute(
                 f"UPDATE crawl_runs SET finished_at = :finished_at, finish_reason = :reason, "
-                f"counters = :counters, {assignments} WHERE id = :run_id",
+                f"outcome = :outcome, counters = :counters, {assignments} WHERE id = :run_id",
                 {
                     **head,
                     "finished_at": utc_now(),
                     "reason": reason,
+                    "outcome": outcome,
                     "counters": json.dumps(dict(sorted(counters.items()))),
                     "run_id": run_id,
                 },
             )
 
+    @contextlib.contextmanager
+    def _guard(self, what: str) -> Iterator[None]:
+        """Raise database errors as :class:`StoreError` (transient or not) naming the file."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise store_error(exc, f"{what} {self.path}") from exc
+
     # -- reads ------------------------------------------------------------------
 
     def dedupe_state(self, *, signatures: bool = True) -> Iterator[DedupeRow]:
-        minhash = (
-            "CASE WHEN p.duplicate_of IS NULL THEN p.minhash END, "
-            "CASE WHEN p.duplicate_of IS NULL THEN p.minhash_params END"
-            if signatures
-            else "NULL, NULL"
-        )
+        minhash = "p.minhash, p.minhash_params" if signatures else "NULL, NULL"
         with self._lock:
             rows = self._conn.execute(
                 "SELECT p.source_id, p.canonical_url, p.content_hash, p.word_count, "
@@ -479,6 +777,13 @@ class SqliteStore(Store):
         clusters = q(
             "SELECT COUNT(DISTINCT duplicate_of) AS n FROM pages WHERE duplicate_of IS NOT NULL"
         )[0]["n"]
+        # A duplicate's representative is never itself a duplicate.
+        chained = q(
+            "SELECT d.source_id, d.canonical_url, r.canonical_url AS duplicate_of, "
+            "rr.canonical_url AS its_duplicate_of "
+            "FROM page_meta d JOIN page_meta r ON r.id = d.duplicate_of "
+            "JOIN page_meta rr ON rr.id = r.duplicate_of ORDER BY d.id"
+        )
         versions = q("SELECT COUNT(*) AS n FROM page_versions")[0]["n"]
         quarantined = q("SELECT COUNT(*) AS n FROM quarantine")[0]["n"]
         last_runs = q("SELECT * FROM crawl_runs ORDER BY id DESC LIMIT ?", (runs,))
@@ -496,6 +801,8 @@ class SqliteStore(Store):
                 "stale_days": stale_days,
                 "stale_pages": len(stale),
                 "stale_examples": [dict(r) for r in stale[:10]],
+                "chained_duplicates": len(chained),
+                "chained_duplicate_examples": [dict(r) for r in chained[:10]],
             },
             "sources": [dict(r) for r in per_source],
             "duplicates": {
@@ -509,6 +816,7 @@ class SqliteStore(Store):
                 {
                     **{k: r[k] for k in r.keys() if k != "counters"},  # noqa: SIM118 (Row iterates values)
                     "sources": json.loads(r["sources"]),
+                    "fetch_errors": fetch_errors(json.loads(r["counters"] or "{}")),
                 }
                 for r in last_runs
             ],
@@ -516,4 +824,4 @@ class SqliteStore(Store):
 
     def close(self) -> None:
         with self._lock:
-            self._conn.close()
+            self._conn.close()  # a second close does nothing

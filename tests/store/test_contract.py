@@ -132,10 +132,14 @@ def test_duplicate_of_points_at_the_representative(store: Store) -> None:
 
 
 def test_runs_record_counters(store: Store) -> None:
-    run = store.start_run(spider="knowledge", sources=["s"], mode="crawl")
-    store.finish_run(run, reason="finished", counters={"pages_new": 3, "kc/other": 7})
+    run = store.start_run(spider="knowledge", sources=["s"], mode="crawl", pid=7, host="h")
+    store.finish_run(
+        run, reason="finished", outcome="finished", counters={"pages_new": 3, "kc/other": 7}
+    )
     [report_run] = store.stats()["runs"]
     assert report_run["pages_new"] == 3 and report_run["finish_reason"] == "finished"
+    assert report_run["outcome"] == "finished"
+    assert (report_run["pid"], report_run["host"], report_run["job_id"]) == (7, "h", None)
     assert set(HEAD_COUNTERS) <= set(report_run)
 
 
@@ -181,7 +185,7 @@ def test_unknown_url_scheme() -> None:
         open_store("mysql://x")
 
 
-def test_dedupe_state_carries_representative_signatures_only(store: Store) -> None:
+def test_dedupe_state_carries_every_pages_signature(store: Store) -> None:
     store.upsert_pages(
         [
             rec(1, "a b c", minhash=b"sig1", minhash_params="mh1:x"),
@@ -198,7 +202,10 @@ def test_dedupe_state_carries_representative_signatures_only(store: Store) -> No
     )
     rows = {r.canonical_url: r for r in store.dedupe_state()}
     assert rows["https://example.com/p1"].minhash == b"sig1"
-    assert rows["https://example.com/p2"].minhash is None  # a duplicate is not indexed
+    # A duplicate's signature too: it is decided again when its representative changes.
+    assert rows["https://example.com/p2"].minhash == b"sig2"
+    assert rows["https://example.com/p2"].minhash_params == "mh1:x"
+    assert rows["https://example.com/p2"].duplicate_of == ("s", "https://example.com/p1")
     assert rows["https://example.com/p2"].duplicate_kind == "near"
     [dep] = store.dependents(("s", "https://example.com/p1"))
     assert dep.key == ("s", "https://example.com/p2") and dep.minhash == b"sig2"
