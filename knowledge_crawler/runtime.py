@@ -1,37 +1,64 @@
 """Crawler-scoped handles shared by the spider and the pipelines.
 
 :func:`runtime_for` opens the store once per crawler, synchronously, the first
-time any component asks for it, records the crawl run when the spider opens,
-and on ``spider_closed`` (sent after every pipeline's ``close_spider``) writes
-the run's counters and closes the store. Pipelines use the handle; none of them
-owns its lifecycle.
+time any component asks for it (``KC_STORE_BUSY_TIMEOUT``). When the spider
+opens it marks ``abandoned`` the unfinished runs of this host whose process is
+gone, and records the new run (pid, host, scrapyd job id). On ``spider_closed``
+(sent after every pipeline's ``close_spider``) it decides the run's outcome
+(stat ``kc/outcome``, see :func:`run_outcome`), writes it with the run's
+counters and closes the store. Store calls here run off the event loop and
+retry transient errors for ``KC_STORE_RETRY_SECONDS``. Pipelines use the
+handle; none of them owns its lifecycle.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import functools
 import logging
-from collections.abc import Mapping
-from typing import Any
+import os
+import socket
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
 from weakref import WeakKeyDictionary
 
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
+from scrapy.exceptions import CloseSpider
 from scrapy.settings import BaseSettings
 
-from knowledge_crawler.errors import ConfigError, StoreError
+from knowledge_crawler.config import KcConfig
+from knowledge_crawler.errors import ConfigError, StoreError, TransientStoreError
 from knowledge_crawler.sources import Source
 from knowledge_crawler.store import HEAD_COUNTERS, Store, open_store
 from knowledge_crawler.transform.minhash import MinHashParams
 
 __all__ = [
+    "STORE_FAILED",
     "Runtime",
     "check_database",
     "check_signatures",
     "minhash_params_from",
+    "pid_alive",
+    "retry_transient",
     "run_counters",
+    "run_outcome",
     "runtime_for",
 ]
+
+T = TypeVar("T")
+
+#: Scrapy close reason of a crawl stopped because its database could not be written.
+STORE_FAILED = "store_failed"
+
+#: this machine, as ``crawl_runs.host`` records it
+HOST = socket.gethostname()
+
+#: ids of the runs this process has started and not yet finished
+_LIVE_RUNS: set[int] = set()
 
 logger = logging.getLogger(__name__)
 
@@ -45,8 +72,9 @@ _COUNTER_SOURCES: dict[str, tuple[str, ...]] = {
     "responses_304": ("downloader/response_status_count/304",),
     "responses_200_changed": ("kc/store/changed",),
     "responses_200_unchanged": ("kc/store/unchanged",),
-    "responses_404": ("downloader/response_status_count/404",),
-    "responses_429": ("downloader/response_status_count/429",),
+    # page responses as the spider saw them: robots.txt answers are not pages
+    "responses_404": ("kc/fetch/status/404",),
+    "responses_429": ("kc/fetch/status/429",),
     "retries_scheduled": ("retry/count",),
     "parse_failures": ("kc/extract/failed",),
     "upserts_completed": ("kc/store/upserted",),
@@ -56,6 +84,67 @@ _COUNTER_SOURCES: dict[str, tuple[str, ...]] = {
     "quarantined": ("kc/store/quarantined",),
 }
 assert set(_COUNTER_SOURCES) == set(HEAD_COUNTERS)
+
+
+def run_outcome(reason: str, stats: Mapping[str, Any]) -> str:
+    """How a run ended, from Scrapy's close ``reason`` and the crawl's stats.
+
+    ``failed`` when the store failed (``kc/store/failed``) or when none of the
+    start URLs could be fetched (``kc/start/fetched`` 0 of ``kc/start/requested``
+    > 0); ``interrupted`` on ``shutdown`` (Ctrl-C, SIGTERM); else ``finished``
+    (a ``closespider_*`` limit is a normal end).
+
+    >>> run_outcome("finished", {"kc/start/requested": 2, "kc/start/fetched": 0})
+    'failed'
+    >>> run_outcome("shutdown", {}), run_outcome("closespider_pagecount", {})
+    ('interrupted', 'finished')
+    """
+    if stats.get("kc/store/failed"):
+        return "failed"
+    if reason == "shutdown":
+        return "interrupted"
+    requested = int(stats.get("kc/start/requested", 0) or 0)
+    fetched = int(stats.get("kc/start/fetched", 0) or 0)
+    if reason in ("finished", "start_error") and requested > 0 and fetched == 0:
+        return "failed"
+    return "finished"
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this machine (a zombie counts as gone)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc: trust kill()
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
+
+
+async def retry_transient(call: Callable[[], T], *, seconds: float, what: str) -> T:
+    """``call()`` on a worker thread, retried with backoff while it raises a transient error.
+
+    Gives up (re-raising the last :class:`TransientStoreError`) once ``seconds``
+    have passed; other errors propagate at once.
+    """
+    deadline = time.monotonic() + seconds
+    delay = 0.05
+    while True:
+        try:
+            return await asyncio.to_thread(call)
+        except TransientStoreError as exc:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise
+            logger.warning("%s: %s; retrying", what, exc)
+            await asyncio.sleep(min(delay, remaining))
+            delay = min(delay * 2, 5.0)
 
 
 def run_counters(stats: Mapping[str, Any]) -> dict[str, int]:
@@ -94,11 +183,9 @@ def check_signatures(store: Store, params: MinHashParams) -> None:
 
 def check_database(settings: BaseSettings) -> None:
     """Open the configured database once (migrating it) and check it suits these settings."""
-    url = settings.get("KC_DATABASE_URL")
-    if not url:
-        raise ConfigError("KC_DATABASE_URL is empty")
+    config = KcConfig.from_settings(settings)
     try:
-        store = open_store(str(url))
+        store = open_store(config.database_url, busy_timeout=config.store_busy_timeout)
     except StoreError as exc:
         raise ConfigError(str(exc)) from exc
     with store:
@@ -110,10 +197,10 @@ class Runtime:
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        url = crawler.settings.get("KC_DATABASE_URL")
-        if not url:
-            raise ConfigError("KC_DATABASE_URL is empty")
-        self.store: Store = open_store(str(url))
+        self.config = KcConfig.from_settings(crawler.settings)
+        self.store: Store = open_store(
+            self.config.database_url, busy_timeout=self.config.store_busy_timeout
+        )
         self.sources: dict[str, Source] = {}
         self.mode = "crawl"
         self.run_id: int | None = None
@@ -144,22 +231,101 @@ class Runtime:
             )
         return params
 
-    def _spider_opened(self, spider: Spider) -> None:
-        self.run_id = self.store.start_run(
-            spider=spider.name, sources=sorted(self.sources), mode=self.mode
+    def store_failed(self, message: str) -> None:
+        """Record that the database cannot be written: stats ``kc/store/failed``, ``/error``."""
+        assert self.crawler.stats is not None
+        self.crawler.stats.set_value("kc/store/failed", 1)
+        self.crawler.stats.set_value("kc/store/error", message)
+
+    async def _store_call(self, call: Callable[[], T], what: str) -> T:
+        return await retry_transient(
+            call, seconds=self.config.store_retry_seconds, what=f"{what} ({self.store.url})"
         )
+
+    async def _spider_opened(self, spider: Spider) -> None:
+        try:
+            await self._store_call(self._abandon_dead_runs, "marking dead runs abandoned")
+        except StoreError as exc:
+            logger.warning("could not check for abandoned runs: %s", exc)
+        start = functools.partial(
+            self.store.start_run,
+            spider=spider.name,
+            sources=sorted(self.sources),
+            mode=self.mode,
+            job_id=_job_id(spider),
+            pid=os.getpid(),
+            host=HOST,
+        )
+        try:
+            self.run_id = await self._store_call(start, "recording the run")
+        except StoreError as exc:
+            message = str(exc)
+            self.store_failed(message)
+            logger.error("the crawl cannot start: %s", message)
+            raise CloseSpider(STORE_FAILED) from exc
+        _LIVE_RUNS.add(self.run_id)
         assert self.crawler.stats is not None
         self.crawler.stats.set_value("kc/run_id", self.run_id)
 
-    def _spider_closed(self, spider: Spider, reason: str) -> None:
+    def _abandon_dead_runs(self) -> None:
+        """Mark ``abandoned`` the unfinished runs of this host whose process is gone.
+
+        A run of our own pid that this process did not start was a previous
+        process's (pids are reused); runs of other hosts are left alone, and so
+        are runs recorded before pids were (no pid to check).
+        """
+        for run in self.store.unfinished_runs():
+            pid = run["pid"]
+            if run["host"] != HOST or pid is None or run["id"] in _LIVE_RUNS:
+                continue
+            if pid != os.getpid() and pid_alive(pid):
+                continue
+            self.store.abandon_run(run["id"])
+            logger.warning(
+                "run %s (pid %s on %s, started %s%s) never finished and its process is gone: "
+                "marked abandoned, its counters as its last stored batch left them",
+                run["id"],
+                pid,
+                run["host"],
+                run["started_at"],
+                f", job {run['job_id']}" if run["job_id"] else "",
+            )
+
+    async def _spider_closed(self, spider: Spider, reason: str) -> None:
         try:
+            assert self.crawler.stats is not None
+            outcome = run_outcome(reason, self.crawler.stats.get_stats())
+            self.crawler.stats.set_value("kc/outcome", outcome)
             if self.run_id is not None:
-                assert self.crawler.stats is not None
+                run_id = self.run_id
                 counters = run_counters(self.crawler.stats.get_stats())
-                self.store.finish_run(self.run_id, reason=reason, counters=counters)
+                finish = functools.partial(
+                    self.store.finish_run,
+                    run_id,
+                    reason=reason,
+                    outcome=outcome,
+                    counters=counters,
+                )
+                try:
+                    await self._store_call(finish, f"recording the end of run {run_id}")
+                except StoreError as exc:
+                    logger.error(
+                        "could not record the end of run %s: %s (the next run will mark it "
+                        "abandoned; its stored counters hold what its batches wrote)",
+                        run_id,
+                        exc,
+                    )
         finally:
+            if self.run_id is not None:
+                _LIVE_RUNS.discard(self.run_id)
             self.store.close()
             _RUNTIMES.pop(self.crawler, None)
+
+
+def _job_id(spider: Spider) -> str | None:
+    """The scheduler's job id: scrapyd runs each job with ``-a _job=ID``."""
+    job = getattr(spider, "_job", None)
+    return None if job is None else str(job)
 
 
 _RUNTIMES: WeakKeyDictionary[Crawler, Runtime] = WeakKeyDictionary()

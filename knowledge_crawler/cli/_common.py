@@ -53,7 +53,12 @@ def database_option(function: Any) -> Any:
 
 
 def open_existing_store(url: str) -> Any:
-    """Open the store at ``url`` for reading; :class:`BadInput` when a SQLite file is missing."""
+    """Open the store at ``url`` for reading.
+
+    :class:`BadInput` (exit 2, one line naming the path and the reason) when a
+    SQLite file is missing, its path leads through a file, or it cannot be
+    opened: not a database, a directory, read-only, written by a newer version.
+    """
     import os
 
     from knowledge_crawler.errors import StoreError
@@ -62,8 +67,23 @@ def open_existing_store(url: str) -> Any:
     if url.startswith("sqlite:///"):
         path = url[len("sqlite:///") :]
         if path != ":memory:" and not os.path.exists(path):
+            blocker = _file_on_the_way(path)
+            if blocker is not None:
+                raise BadInput(f"cannot open {path}: {blocker} is not a directory")
             raise BadInput(f"no database at {path} (crawl first, or pass --db URL)")
     try:
         return open_store(url)
     except StoreError as exc:
         raise BadInput(str(exc)) from exc
+
+
+def _file_on_the_way(path: str) -> str | None:
+    """The first folder of ``path`` that exists but is a file, if any."""
+    import os
+
+    parent = os.path.dirname(path)
+    while parent and parent != os.path.dirname(parent):
+        if os.path.exists(parent):
+            return None if os.path.isdir(parent) else parent
+        parent = os.path.dirname(parent)
+    return None

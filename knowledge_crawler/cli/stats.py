@@ -56,6 +56,15 @@ def render_stats(report: dict[str, Any]) -> str:
         f"  duplicate clusters:              {d['clusters']} ({d['exact']} exact and "
         f"{d['near']} near duplicate pages; see `knowledge-crawler duplicates`)"
     )
+    chained = s["chained_duplicates"]
+    lines.append(
+        f"  duplicates of duplicates:        {chained}  "
+        + ("ok" if not chained else "MISMATCH: a representative is itself a duplicate")
+    )
+    for ex in s["chained_duplicate_examples"][:5]:
+        lines.append(
+            f"      {ex['canonical_url']} -> {ex['duplicate_of']} -> {ex['its_duplicate_of']}"
+        )
     lines += ["", "sources"]
     if report["sources"]:
         lines += _table(
@@ -74,17 +83,22 @@ def render_stats(report: dict[str, Any]) -> str:
     lines += ["", "last runs"]
     if report["runs"]:
         lines += _table(
-            ["run", "started", "reason", *(label for _, label in _RUN_COLUMNS)],
+            ["run", "started", "outcome", "reason", *(label for _, label in _RUN_COLUMNS)],
             [
                 [
                     r["id"],
                     r["started_at"][:19] + "Z",
-                    r["finish_reason"] or "running",
+                    r["outcome"],
+                    r["finish_reason"] or "-",
                     *(r[name] for name, _ in _RUN_COLUMNS),
                 ]
                 for r in report["runs"]
             ],
         )
+        for r in report["runs"]:
+            errors = ", ".join(f"{kind}={n}" for kind, n in r["fetch_errors"].items())
+            job = f"job {r['job_id']}  " if r.get("job_id") else ""
+            lines.append(f"  run {r['id']}  {job}errors: {errors or 'none'}")
     else:
         lines.append("  (no runs yet)")
     return "\n".join(lines)
@@ -110,9 +124,12 @@ def render_stats(report: dict[str, Any]) -> str:
 def stats(database: str, as_json: bool, stale_days: int, runs: int) -> None:
     """Sanity checks, per-source counts by status, and the last runs' counters.
 
-    The three sanity checks: rows equal distinct (source, canonical URL)
+    The sanity checks: rows equal distinct (source, canonical URL)
     identities; content hashes shared by several URLs (duplicates or a
-    normalisation bug); pages not seen for --stale-days days.
+    normalisation bug); pages not seen for --stale-days days; duplicates whose
+    representative is itself a duplicate (there should be none). Each run shows
+    its outcome (running, finished, interrupted, failed, abandoned) and its
+    fetch errors by kind.
     """
     with open_existing_store(database) as store:
         report = store.stats(stale_days=stale_days, runs=runs)
