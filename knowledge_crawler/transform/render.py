@@ -47,6 +47,10 @@ _BLOCK_TAGS = frozenset({"p", "head", "list", "item", "table", "code", "quote", 
 _SKIP_TAGS = frozenset({"graphic", "fw", "note"})
 
 
+#: stands for a <br> while inline text is joined (NUL never survives decoding in extract)
+_BREAK = "\x00"
+
+
 def _inline(el: Any, *, keep_breaks: bool = False) -> str:
     """Text of an element and its inline descendants (emphasis dropped, links as text)."""
     parts: list[str] = []
@@ -57,7 +61,7 @@ def _inline(el: Any, *, keep_breaks: bool = False) -> str:
         for child in node:
             tag = child.tag
             if tag == "lb":
-                parts.append("\n" if keep_breaks else " ")
+                parts.append(_BREAK if keep_breaks else " ")
             elif tag in _SKIP_TAGS or not isinstance(tag, str):
                 pass
             elif tag in _BLOCK_TAGS:
@@ -72,7 +76,8 @@ def _inline(el: Any, *, keep_breaks: bool = False) -> str:
     walk(el)
     raw = _SPACE_BEFORE_PUNCT_RE.sub(r"\1", "".join(parts))
     if keep_breaks:
-        lines = (norm(line) for line in raw.split("\n"))
+        # Only <br> breaks a line; a newline in the HTML source is whitespace like any other.
+        lines = (norm(line) for line in raw.split(_BREAK))
         return "\n".join(line for line in lines if line)
     return norm(raw)
 

@@ -464,3 +464,17 @@ def test_cli_module_does_not_import_scrapy_or_trafilatura() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_newline_in_the_html_source_is_whitespace_and_br_is_a_line_break() -> None:
+    html = (
+        "<html><body><article><h1>Wrapped source lines</h1>"
+        "<p>This paragraph was wrapped\nby the <code>editor</code> at seventy\n"
+        "columns, as many are.</p>"
+        "<p>A poem keeps<br>its line breaks<br/>where the author put them.</p>"
+        + "<p>Filler text so that the extractor sees an article here. </p>" * 5
+        + "</article></body></html>"
+    )
+    markdown = extract(html).markdown
+    assert "This paragraph was wrapped by the editor at seventy columns, as many are." in markdown
+    assert "A poem keeps\nits line breaks\nwhere the author put them." in markdown
