@@ -157,11 +157,12 @@ def run_counters(stats: Mapping[str, Any]) -> dict[str, int]:
 
 def minhash_params_from(settings: BaseSettings) -> MinHashParams:
     """The crawl's MinHash parameters from ``KC_MINHASH_*`` / ``KC_SHINGLE_SIZE``."""
+    config = KcConfig.from_settings(settings)
     try:
         return MinHashParams(
-            num_perm=settings.getint("KC_MINHASH_PERMUTATIONS", 128),
-            seed=settings.getint("KC_MINHASH_SEED", 1),
-            shingle_size=settings.getint("KC_SHINGLE_SIZE", 3),
+            num_perm=config.minhash_permutations,
+            seed=config.minhash_seed,
+            shingle_size=config.shingle_size,
         )
     except ValueError as exc:
         raise ConfigError(f"MinHash settings: {exc}") from None

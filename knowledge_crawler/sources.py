@@ -501,6 +501,9 @@ _PARSERS: dict[str, Callable[[object], object]] = {
     "thin_words": _int_at_least(0, "a non-negative integer"),
 }
 
+#: Source defaults, as :class:`Source` declares them (their one home).
+_FIELD_DEFAULTS: dict[str, object] = {f.name: f.default for f in fields(Source)}
+
 #: Every key a ``[[source]]`` table may hold, in the order of :class:`Source`'s fields.
 KNOWN_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Source))
 assert set(KNOWN_KEYS) == set(_PARSERS), "every Source field needs a parser"
@@ -563,8 +566,8 @@ def _build(values: dict[str, object], *, file: str | None, label: str) -> Source
     else:
         hosts = (_host_of(url) for url in start_urls)
         values["allowed_domains"] = tuple(dict.fromkeys(h for h in hosts if h))
-    min_interval = cast(timedelta, values.get("min_interval", timedelta(hours=1)))
-    max_interval = cast(timedelta, values.get("max_interval", timedelta(days=7)))
+    min_interval = cast(timedelta, values.get("min_interval", _FIELD_DEFAULTS["min_interval"]))
+    max_interval = cast(timedelta, values.get("max_interval", _FIELD_DEFAULTS["max_interval"]))
     if max_interval < min_interval:
         key = "max_interval" if "max_interval" in values else "min_interval"
         raise SeedsError(

@@ -6,6 +6,8 @@ from typing import IO, Any
 
 import click
 
+from knowledge_crawler.config import DEFAULTS
+
 __all__ = [
     "DEFAULT_DATABASE_URL",
     "EXIT_BAD_INPUT",
@@ -17,7 +19,7 @@ __all__ = [
 
 PROG = "knowledge-crawler"
 EXIT_BAD_INPUT = 2
-DEFAULT_DATABASE_URL = "sqlite:///data/knowledge.db"
+DEFAULT_DATABASE_URL = DEFAULTS.database_url
 
 
 class BadInput(click.ClickException):
