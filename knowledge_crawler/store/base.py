@@ -1,7 +1,15 @@
 """The store contract: what every backend (SQLite now, PostgreSQL later) provides.
 
-The store persists values and never computes them: hashes, canonical URLs and
-duplicate decisions are made by the pipelines before a record gets here.
+The store persists values and never computes them: hashes, canonical URLs,
+duplicate decisions and next check times are made before a record gets here.
+
+Its unit of write is an ordered batch of operations (:data:`Operation`),
+committed in one transaction by :meth:`Store.write`: page upserts
+(:class:`PageRecord`), duplicate decisions about stored pages
+(:class:`DuplicateUpdate`), touches of pages revisited without new content
+(:class:`Touch`, a 304) and discovery checkpoints (:class:`CheckpointAdvance`).
+A checkpoint enters a batch after the records it covers, so it can never
+commit ahead of them.
 """
 
 from __future__ import annotations
@@ -16,10 +24,14 @@ __all__ = [
     "HEAD_COUNTERS",
     "RUN_OUTCOMES",
     "STORE_COUNTERS",
+    "CheckpointAdvance",
     "DedupeRow",
     "DuplicateUpdate",
+    "KnownPage",
+    "Operation",
     "PageRecord",
     "Store",
+    "Touch",
     "UpsertResult",
     "record_dict",
     "utc_now",
@@ -54,6 +66,7 @@ STORE_COUNTERS: tuple[str, ...] = (
     "pages_new",
     "responses_200_changed",
     "responses_200_unchanged",
+    "responses_304",
     "quarantined",
 )
 
@@ -90,6 +103,61 @@ class PageRecord:
     etag: str | None = None
     last_modified: str | None = None
     next_check_at: str | None = None
+    #: seconds between checks of this page, adapted to how often it changes
+    check_interval: int | None = None
+    #: link distance from the source's start URLs at which the page was found
+    depth: int = 0
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.source_id, self.canonical_url)
+
+
+@dataclass(frozen=True, slots=True)
+class Touch:
+    """A stored page checked again without new content (a 304 Not Modified).
+
+    Only check and seen times, validators and the next check move; content, hash,
+    title and ``last_changed_at`` stay. A validator given as None keeps the stored one
+    (a 304 need not repeat them, RFC 9110 15.4.5).
+    """
+
+    source_id: str
+    canonical_url: str
+    checked_at: str
+    etag: str | None = None
+    last_modified: str | None = None
+    next_check_at: str | None = None
+    check_interval: int | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.source_id, self.canonical_url)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointAdvance:
+    """A source's discovery adapter moved its cursor (a next URL, a ``lastmod`` mark)."""
+
+    source_id: str
+    adapter: str
+    cursor: str
+
+
+@dataclass(frozen=True, slots=True)
+class KnownPage:
+    """What a crawl needs to know of a stored page before fetching it again."""
+
+    source_id: str
+    canonical_url: str
+    url: str
+    etag: str | None
+    last_modified: str | None
+    content_hash: str
+    depth: int
+    check_interval: int | None
+    last_changed_at: str
+    next_check_at: str | None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -113,6 +181,10 @@ class DuplicateUpdate:
     duplicate_of: tuple[str, str] | None
     kind: str | None = None
     score: float | None = None
+
+
+#: One operation of a batch; :meth:`Store.write` applies them in order, in one transaction.
+Operation = PageRecord | DuplicateUpdate | Touch | CheckpointAdvance
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +222,11 @@ class UpsertResult:
     #: ``(update, why)`` of each duplicate update not applied (its page or representative
     #: is not stored, or the database refused it)
     dropped_updates: list[tuple[DuplicateUpdate, str]] = field(default_factory=list)
+    #: keys of the pages touched (a 304), and of touches for pages not stored (ignored)
+    touched: list[tuple[str, str]] = field(default_factory=list)
+    untouched: list[tuple[str, str]] = field(default_factory=list)
+    #: checkpoints advanced, ``(source_id, adapter)``
+    checkpoints: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def loaded(self) -> int:
@@ -161,7 +238,6 @@ class Store(abc.ABC):
 
     url: str
 
-    @abc.abstractmethod
     def upsert_pages(
         self,
         records: Sequence[PageRecord],
@@ -169,9 +245,17 @@ class Store(abc.ABC):
         run_id: int | None = None,
         duplicate_updates: Sequence[DuplicateUpdate] = (),
     ) -> UpsertResult:
-        """Load ``records``, then apply ``duplicate_updates``, in one transaction.
+        """Load ``records``, then apply ``duplicate_updates``: :meth:`write` of those."""
+        return self.write([*records, *duplicate_updates], run_id=run_id)
 
-        Upsert on ``(source_id, canonical_url)``: ``first_seen_at`` is set once;
+    @abc.abstractmethod
+    def write(self, operations: Sequence[Operation], *, run_id: int | None = None) -> UpsertResult:
+        """Apply ``operations`` in order, in one transaction.
+
+        Touches move only times, validators and the next check of a stored page
+        (one for a page that is not stored is ignored and reported ``untouched``);
+        checkpoints replace the source's cursor for their adapter. Records upsert
+        on ``(source_id, canonical_url)``: ``first_seen_at`` is set once;
         content, minhash and ``last_changed_at`` move only when the hash moves,
         and then the previous content is appended to ``page_versions``. With
         ``run_id``, the run's :data:`STORE_COUNTERS` grow by what the batch did,
@@ -191,6 +275,26 @@ class Store(abc.ABC):
         condition may pass (locked, busy, I/O, full) or another
         :class:`~knowledge_crawler.errors.StoreError`. The caller keeps the
         batch and may retry it whole.
+        """
+
+    @abc.abstractmethod
+    def known_pages(self, source_ids: Sequence[str]) -> Iterator[KnownPage]:
+        """Every stored page of these sources that is not tombstoned, most overdue first.
+
+        Pages never scheduled (``next_check_at`` NULL) come first, then by
+        ``next_check_at``: the order a refresh visits them in.
+        """
+
+    @abc.abstractmethod
+    def checkpoints(self, source_id: str) -> dict[str, str]:
+        """The source's discovery cursors, ``{adapter: cursor}``."""
+
+    @abc.abstractmethod
+    def history(self, key: tuple[str, str]) -> list[dict[str, Any]]:
+        """A page's versions, newest first: the current content, then ``page_versions``.
+
+        Each: ``content_hash, title, content, fetched_at`` and ``replaced_at``
+        (None for the current one). Empty when the page is not stored.
         """
 
     @abc.abstractmethod

@@ -201,6 +201,26 @@ _DUPLICATE_CHECK: tuple[str, ...] = (
     "WHERE duplicate_of = old.id; END",
 )
 
+# Incremental sync. A page remembers the link depth it was found at (a revisit
+# follows its links with the same budget) and its revisit interval (seconds, adapted
+# to how often it changes). ``checkpoints`` holds each source's discovery cursors
+# (a sitemap lastmod high-water mark, an API's next page), written in the same
+# transaction as the records they cover.
+_SYNC: tuple[str, ...] = (
+    "ALTER TABLE page_meta ADD COLUMN depth INTEGER NOT NULL DEFAULT 0 CHECK (depth >= 0)",
+    "ALTER TABLE page_meta ADD COLUMN check_interval INTEGER CHECK (check_interval > 0)",
+    "DROP VIEW pages",
+    _PAGES_VIEW.replace("m.next_check_at\n", "m.next_check_at, m.depth, m.check_interval\n"),
+    """CREATE TABLE checkpoints (
+    source_id   TEXT NOT NULL,
+    adapter     TEXT NOT NULL,
+    cursor      TEXT NOT NULL,
+    updated_at  TEXT NOT NULL,
+    run_id      INTEGER REFERENCES crawl_runs(id) ON DELETE SET NULL,
+    PRIMARY KEY (source_id, adapter)
+)""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "0001_pages_runs_quarantine",
@@ -219,4 +239,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration("0002_runs_outcome_job_pid_host", _RUNS_OUTCOME),
     Migration("0003_page_meta_duplicate_check", _DUPLICATE_CHECK, rebuilds_table=True),
+    Migration("0004_sync_depth_interval_checkpoints", _SYNC),
 )

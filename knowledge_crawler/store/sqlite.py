@@ -15,21 +15,26 @@ nothing of it is quarantined.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from knowledge_crawler.errors import SchemaMismatchError, StoreError, TransientStoreError
 from knowledge_crawler.store.base import (
     HEAD_COUNTERS,
+    CheckpointAdvance,
     DedupeRow,
     DuplicateUpdate,
+    KnownPage,
+    Operation,
     PageRecord,
     Store,
+    Touch,
     UpsertResult,
     record_dict,
     utc_now,
@@ -104,7 +109,8 @@ INSERT INTO page_meta (
     source_id, canonical_url, url, final_url, fetched_at, title, headings,
     word_count, language, thin, content_hash,
     duplicate_of, duplicate_kind, duplicate_score, http_status, etag, last_modified, status,
-    first_seen_at, last_seen_at, last_checked_at, last_changed_at, next_check_at
+    first_seen_at, last_seen_at, last_checked_at, last_changed_at, next_check_at,
+    check_interval, depth
 ) VALUES (
     :source_id, :canonical_url, :url, :final_url, :fetched_at, :title, :headings,
     :word_count, :language, :thin, :content_hash,
@@ -116,7 +122,8 @@ INSERT INTO page_meta (
                       WHERE source_id = :dup_source AND canonical_url = :dup_url)
          THEN :duplicate_score END,
     :http_status, :etag, :last_modified, 'active',
-    :fetched_at, :fetched_at, :fetched_at, :fetched_at, :next_check_at
+    :fetched_at, :fetched_at, :fetched_at, :fetched_at, :next_check_at,
+    :check_interval, :depth
 )
 ON CONFLICT (source_id, canonical_url) DO UPDATE SET
     url             = excluded.url,
@@ -139,7 +146,9 @@ ON CONFLICT (source_id, canonical_url) DO UPDATE SET
     status          = 'active',
     last_seen_at    = excluded.last_seen_at,
     last_checked_at = excluded.last_checked_at,
-    next_check_at   = excluded.next_check_at
+    next_check_at   = excluded.next_check_at,
+    check_interval  = COALESCE(excluded.check_interval, page_meta.check_interval),
+    depth           = MIN(page_meta.depth, excluded.depth)
     -- first_seen_at is deliberately absent: set once, never updated
 """
 
@@ -149,6 +158,26 @@ VALUES ((SELECT id FROM page_meta WHERE source_id = :source_id AND canonical_url
         :content, :minhash, :minhash_params)
 ON CONFLICT (page_id) DO UPDATE SET
     content = excluded.content, minhash = excluded.minhash, minhash_params = excluded.minhash_params
+"""
+
+# A 304: times, validators (a validator the response did not repeat stays) and the next
+# check; never content, hash or last_changed_at.
+_TOUCH = """
+UPDATE page_meta SET
+    last_seen_at    = :checked_at,
+    last_checked_at = :checked_at,
+    etag            = COALESCE(:etag, etag),
+    last_modified   = COALESCE(:last_modified, last_modified),
+    next_check_at   = COALESCE(:next_check_at, next_check_at),
+    check_interval  = COALESCE(:check_interval, check_interval)
+WHERE source_id = :source_id AND canonical_url = :canonical_url
+"""
+
+_ADVANCE = """
+INSERT INTO checkpoints (source_id, adapter, cursor, updated_at, run_id)
+VALUES (:source_id, :adapter, :cursor, :updated_at, :run_id)
+ON CONFLICT (source_id, adapter) DO UPDATE SET
+    cursor = excluded.cursor, updated_at = excluded.updated_at, run_id = excluded.run_id
 """
 
 _SET_DUPLICATE = """
@@ -170,6 +199,7 @@ UPDATE crawl_runs SET
     pages_new               = pages_new + :inserted,
     responses_200_changed   = responses_200_changed + :changed,
     responses_200_unchanged = responses_200_unchanged + :unchanged,
+    responses_304           = responses_304 + :touched,
     quarantined             = quarantined + :quarantined
 WHERE id = :run_id
 """
@@ -222,6 +252,8 @@ def _row_params(rec: PageRecord) -> dict[str, Any]:
         "etag": rec.etag,
         "last_modified": rec.last_modified,
         "next_check_at": rec.next_check_at,
+        "check_interval": rec.check_interval,
+        "depth": rec.depth,
     }
 
 
@@ -389,66 +421,133 @@ class SqliteStore(Store):
 
     # -- writes -----------------------------------------------------------------
 
-    def upsert_pages(
-        self,
-        records: Sequence[PageRecord],
-        *,
-        run_id: int | None = None,
-        duplicate_updates: Sequence[DuplicateUpdate] = (),
-    ) -> UpsertResult:
-        if not records and not duplicate_updates:
+    def write(self, operations: Sequence[Operation], *, run_id: int | None = None) -> UpsertResult:
+        if not operations:
             return UpsertResult()
         with self._lock:
             try:
                 try:
                     with self._transaction():
-                        result = self._load(records)
-                        result.unlinked = self._unlinked(records)
-                        self._apply_updates(duplicate_updates, result, isolate=False)
+                        result = UpsertResult()
+                        self._apply_operations(operations, result, run_id, bad=None)
                         self._count_run(run_id, result)
                         return result
                 except BAD_RECORD_ERRORS:
                     pass  # a record the database refuses: find it, below
-                return self._isolate(records, duplicate_updates, run_id)
+                return self._isolate(operations, run_id)
             except sqlite3.Error as exc:
                 raise store_error(exc, f"cannot write to {self.path}") from exc
 
-    def _isolate(
+    def _apply_operations(
+        self,
+        operations: Sequence[Operation],
+        result: UpsertResult,
+        run_id: int | None,
+        *,
+        bad: list[tuple[PageRecord, str]] | None,
+    ) -> None:
+        """Apply runs of operations of one kind, in order; ``bad`` given: isolate records.
+
+        With ``bad``, each record loads in a savepoint and one the database refuses
+        is rolled back to it and appended to ``bad``; each duplicate update likewise
+        is dropped and reported.
+        """
+        for kind, run in itertools.groupby(operations, key=type):
+            ops = list(run)
+            if kind is PageRecord:
+                records = cast("list[PageRecord]", ops)
+                loaded = records if bad is None else self._load_each(records, result, bad)
+                if bad is None:
+                    one = self._load(records)
+                    result.inserted += one.inserted
+                    result.changed += one.changed
+                    result.unchanged += one.unchanged
+                result.unlinked += self._unlinked(loaded)
+            elif kind is DuplicateUpdate:
+                updates = cast("list[DuplicateUpdate]", ops)
+                self._apply_updates(updates, result, isolate=bad is not None)
+            elif kind is Touch:
+                self._touch(cast("list[Touch]", ops), result)
+            elif kind is CheckpointAdvance:
+                self._advance(cast("list[CheckpointAdvance]", ops), result, run_id)
+            else:  # pragma: no cover - the Operation union is closed
+                raise TypeError(f"not a store operation: {kind.__name__}")
+
+    def _load_each(
         self,
         records: Sequence[PageRecord],
-        updates: Sequence[DuplicateUpdate],
-        run_id: int | None,
-    ) -> UpsertResult:
-        """Load the batch again, each record in a savepoint, all in one transaction.
+        result: UpsertResult,
+        bad: list[tuple[PageRecord, str]],
+    ) -> list[PageRecord]:
+        """Load each record in a savepoint; the ones the database refuses go to ``bad``."""
+        conn = self._conn
+        loaded: list[PageRecord] = []
+        for rec in records:
+            conn.execute("SAVEPOINT kc_record")
+            try:
+                one = self._load([rec])
+            except BAD_RECORD_ERRORS as exc:
+                self._undo("kc_record")
+                error = f"{type(exc).__name__}: {exc}"
+                bad.append((rec, error))
+                result.quarantined.append((rec.key, error))
+                continue
+            conn.execute("RELEASE kc_record")
+            loaded.append(rec)
+            result.inserted += one.inserted
+            result.changed += one.changed
+            result.unchanged += one.unchanged
+        return loaded
+
+    def _touch(self, touches: Sequence[Touch], result: UpsertResult) -> None:
+        for touch in touches:
+            cur = self._conn.execute(
+                _TOUCH,
+                {
+                    "source_id": touch.source_id,
+                    "canonical_url": touch.canonical_url,
+                    "checked_at": touch.checked_at,
+                    "etag": touch.etag,
+                    "last_modified": touch.last_modified,
+                    "next_check_at": touch.next_check_at,
+                    "check_interval": touch.check_interval,
+                },
+            )
+            (result.touched if cur.rowcount else result.untouched).append(touch.key)
+
+    def _advance(
+        self, advances: Sequence[CheckpointAdvance], result: UpsertResult, run_id: int | None
+    ) -> None:
+        now = utc_now()
+        self._conn.executemany(
+            _ADVANCE,
+            [
+                {
+                    "source_id": a.source_id,
+                    "adapter": a.adapter,
+                    "cursor": a.cursor,
+                    "updated_at": now,
+                    "run_id": run_id,
+                }
+                for a in advances
+            ],
+        )
+        result.checkpoints += [(a.source_id, a.adapter) for a in advances]
+
+    def _isolate(self, operations: Sequence[Operation], run_id: int | None) -> UpsertResult:
+        """Apply the batch again, each record in a savepoint, all in one transaction.
 
         A record the database refuses is rolled back to its savepoint and goes to
-        ``quarantine``; the others load. Then the duplicate updates whose page and
-        representative are stored are applied, the quarantine rows written and the
-        run's counters moved, in the same transaction: it commits whole or not at
-        all, so a retry after any failure writes each row once.
+        ``quarantine``; the others load. Duplicate updates whose page and
+        representative are stored apply, touches and checkpoints too, the
+        quarantine rows are written and the run's counters moved, in the same
+        transaction: it commits whole or not at all, so a retry after any failure
+        writes each row once.
         """
-        conn = self._conn
         result = UpsertResult()
         bad: list[tuple[PageRecord, str]] = []
-        loaded: list[PageRecord] = []
         with self._transaction():
-            for rec in records:
-                conn.execute("SAVEPOINT kc_record")
-                try:
-                    one = self._load([rec])
-                except BAD_RECORD_ERRORS as exc:
-                    self._undo("kc_record")
-                    error = f"{type(exc).__name__}: {exc}"
-                    bad.append((rec, error))
-                    result.quarantined.append((rec.key, error))
-                    continue
-                conn.execute("RELEASE kc_record")
-                loaded.append(rec)
-                result.inserted += one.inserted
-                result.changed += one.changed
-                result.unchanged += one.unchanged
-            result.unlinked = self._unlinked(loaded)
-            self._apply_updates(updates, result, isolate=True)
+            self._apply_operations(operations, result, run_id, bad=bad)
             for rec, error in bad:
                 self._insert_quarantine(rec, error, run_id)
             self._count_run(run_id, result)
@@ -517,6 +616,7 @@ class SqliteStore(Store):
                 "inserted": len(result.inserted),
                 "changed": len(result.changed),
                 "unchanged": len(result.unchanged),
+                "touched": len(result.touched),
                 "quarantined": len(result.quarantined),
                 "run_id": run_id,
             },
@@ -672,6 +772,46 @@ class SqliteStore(Store):
             ).fetchall()
         for row in rows:
             yield _dedupe_row(row)
+
+    def known_pages(self, source_ids: Sequence[str]) -> Iterator[KnownPage]:
+        if not source_ids:
+            return
+        marks = ", ".join("?" for _ in source_ids)
+        with self._lock, self._guard("cannot read the pages of"):
+            rows = self._conn.execute(
+                "SELECT source_id, canonical_url, url, etag, last_modified, content_hash, depth, "
+                "check_interval, last_changed_at, next_check_at FROM page_meta "
+                f"WHERE source_id IN ({marks}) AND status != 'tombstoned' "
+                "ORDER BY next_check_at IS NOT NULL, next_check_at, id",
+                tuple(source_ids),
+            ).fetchall()
+        for row in rows:
+            yield KnownPage(*row)
+
+    def checkpoints(self, source_id: str) -> dict[str, str]:
+        with self._guard("cannot read the checkpoints of"):
+            rows = self.query(
+                "SELECT adapter, cursor FROM checkpoints WHERE source_id = ? ORDER BY adapter",
+                (source_id,),
+            )
+        return {r["adapter"]: r["cursor"] for r in rows}
+
+    def history(self, key: tuple[str, str]) -> list[dict[str, Any]]:
+        with self._guard("cannot read the history of"):
+            current = self.query(
+                "SELECT id, content_hash, title, content, fetched_at, NULL AS replaced_at "
+                "FROM pages WHERE source_id = ? AND canonical_url = ?",
+                key,
+            )
+            if not current:
+                return []
+            older = self.query(
+                "SELECT content_hash, title, content, fetched_at, replaced_at FROM page_versions "
+                "WHERE page_id = ? ORDER BY replaced_at DESC, id DESC",
+                (current[0]["id"],),
+            )
+        rows = [{k: r[k] for k in r.keys() if k != "id"} for r in current]  # noqa: SIM118
+        return rows + [dict(r) for r in older]
 
     def dependents(self, key: tuple[str, str]) -> list[DedupeRow]:
         with self._lock:
