@@ -1,8 +1,13 @@
 """Items that cross from the spider to the pipelines.
 
-Pure module (dataclasses only). The spider fills the fetch fields; each
-pipeline fills its own group of fields in order (extract, clean,
-canonicalize, fingerprint, dedupe) and the store pipeline loads the result.
+Pure module (dataclasses only). A response becomes one outcome item:
+
+* :class:`PageItem`, a page with content (new, changed or unchanged): the
+  spider fills the fetch fields; each pipeline fills its own group of fields in
+  order (extract, clean, canonicalize, fingerprint, dedupe) and the store
+  pipeline loads the result;
+* :class:`NotModifiedItem`, a 304 for a stored page: stages 1-5 pass it by,
+  and the store pipeline turns it into a touch (times, validators, next check).
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PageItem"]
+__all__ = ["NotModifiedItem", "PageItem"]
 
 
 @dataclass(slots=True)
@@ -52,3 +57,16 @@ class PageItem:
     #: decisions about other, already stored pages that this page's change caused
     #: (``store.DuplicateUpdate`` values, written in the same transaction as this page)
     dedupe_updates: list[Any] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class NotModifiedItem:
+    """A stored page answered ``304 Not Modified``: its stored content still holds."""
+
+    source_id: str
+    canonical_url: str  #: the stored page's identity
+    url: str  #: the URL that was requested
+    checked_at: str  #: ISO-8601 UTC, ``Z``
+    #: validators the 304 carried (None: not repeated, the stored ones stay)
+    etag: str | None = None
+    last_modified: str | None = None

@@ -33,7 +33,7 @@ from scrapy.settings import BaseSettings
 from knowledge_crawler.config import KcConfig
 from knowledge_crawler.errors import ConfigError, StoreError, TransientStoreError
 from knowledge_crawler.sources import Source
-from knowledge_crawler.store import HEAD_COUNTERS, Store, open_store
+from knowledge_crawler.store import HEAD_COUNTERS, KnownPage, Store, open_store
 from knowledge_crawler.transform.minhash import MinHashParams
 
 __all__ = [
@@ -69,7 +69,7 @@ META_SIGNATURES = "minhash_signature"
 _COUNTER_SOURCES: dict[str, tuple[str, ...]] = {
     "candidates_discovered": ("kc/discovery/candidates",),
     "conditional_requests_sent": ("kc/fetch/conditional",),
-    "responses_304": ("downloader/response_status_count/304",),
+    "responses_304": ("kc/fetch/status/304",),
     "responses_200_changed": ("kc/store/changed",),
     "responses_200_unchanged": ("kc/store/unchanged",),
     # page responses as the spider saw them: robots.txt answers are not pages
@@ -205,6 +205,10 @@ class Runtime:
         self.sources: dict[str, Source] = {}
         self.mode = "crawl"
         self.run_id: int | None = None
+        #: the stored pages of this crawl's sources (validators, hash, interval), by key;
+        #: loaded once, off the reactor thread, by :meth:`load_known`
+        self.known: dict[tuple[str, str], KnownPage] = {}
+        self._known_loaded: asyncio.Future[None] | None = None
         self._minhash = minhash_params_from(crawler.settings)
         self._params_by_threshold: dict[float, MinHashParams] = {}
         try:
@@ -214,6 +218,23 @@ class Runtime:
             raise
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+
+    async def load_known(self) -> dict[tuple[str, str], KnownPage]:
+        """Read the stored pages of the crawl's sources once, on a worker thread."""
+        if self._known_loaded is None:
+            self._known_loaded = asyncio.get_running_loop().create_future()
+            ids = sorted(self.sources)
+            try:
+                pages = await asyncio.to_thread(lambda: list(self.store.known_pages(ids)))
+            except BaseException as exc:
+                self._known_loaded.set_exception(exc)
+                raise
+            self.known = {page.key: page for page in pages}
+            assert self.crawler.stats is not None
+            self.crawler.stats.set_value("kc/sync/known_pages", len(self.known))
+            self._known_loaded.set_result(None)
+        await asyncio.shield(self._known_loaded)
+        return self.known
 
     def source(self, source_id: str) -> Source:
         try:

@@ -79,4 +79,6 @@ DOWNLOADER_MIDDLEWARES = {
     # otherwise fetch a new host's robots.txt before refusing; above Scrapy's
     # OffsiteMiddleware (50), which keeps refusing hosts of no source under its own stats.
     "knowledge_crawler.middlewares.scope.ScopeMiddleware": 60,
+    # The stored ETag / Last-Modified of a known page as If-None-Match / If-Modified-Since
+    "knowledge_crawler.middlewares.conditional.ConditionalMiddleware": 590,
 }

@@ -66,15 +66,15 @@ def stored_rows(path: str | Path, table: str = "page_meta") -> int:
 
 
 class FlakyStore(SqliteStore):
-    """The real SQLite store whose next ``upsert_pages`` calls raise ``fail_upserts`` in turn."""
+    """The real SQLite store whose next ``write`` calls raise ``fail_upserts`` in turn."""
 
     def __init__(self, url: str, **kw: Any) -> None:
         super().__init__(url, **kw)
         self.fail_upserts: list[BaseException] = []
         self.upsert_calls = 0
 
-    def upsert_pages(self, records: Any, **kw: Any) -> Any:
+    def write(self, operations: Any, **kw: Any) -> Any:
         self.upsert_calls += 1
         if self.fail_upserts:
             raise self.fail_upserts.pop(0)
-        return super().upsert_pages(records, **kw)
+        return super().write(operations, **kw)

@@ -1,11 +1,18 @@
-"""What every pipeline shares: the crawler, its stats and its runtime."""
+"""What every pipeline shares: the crawler, its stats and its runtime.
+
+Stages 1-5 work on pages only: :meth:`KcPipeline.process_item` hands a
+:class:`~knowledge_crawler.items.PageItem` to the stage's ``process_page`` and
+passes every other outcome (a 304's :class:`~knowledge_crawler.items.NotModifiedItem`)
+by untouched, so a page that did not change is never parsed.
+"""
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Any, Self
 
 from scrapy.crawler import Crawler
 
+from knowledge_crawler.items import PageItem
 from knowledge_crawler.runtime import Runtime, runtime_for
 
 
@@ -21,6 +28,15 @@ class KcPipeline:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
+
+    def process_item(self, item: Any) -> Any:
+        if isinstance(item, PageItem):
+            return self.process_page(item)
+        return item
+
+    def process_page(self, item: PageItem) -> PageItem:
+        """One page's stage; the base class leaves it as it is."""
+        return item
 
     def inc(self, key: str, count: int = 1) -> None:
         if count:

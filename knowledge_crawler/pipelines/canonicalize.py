@@ -10,7 +10,7 @@ from knowledge_crawler.transform.canonical import canonical_url
 
 
 class CanonicalizePipeline(KcPipeline):
-    def process_item(self, item: PageItem) -> PageItem:
+    def process_page(self, item: PageItem) -> PageItem:
         source = self.runtime.source(item.source_id)
         try:
             item.canonical_url = canonical_url(

@@ -8,7 +8,7 @@ from knowledge_crawler.transform.extract import stored_form
 
 
 class CleanPipeline(KcPipeline):
-    def process_item(self, item: PageItem) -> PageItem:
+    def process_page(self, item: PageItem) -> PageItem:
         source = self.runtime.source(item.source_id)
         # headings and word count follow the cleaned text: a removed banner is gone from all
         content, headings, words = stored_form(item.content, item.headings, source.boilerplate)

@@ -50,7 +50,7 @@ class DedupePipeline(KcPipeline):
         self.stats.set_value("kc/dedupe/restored_pages", restored)
         self.stats.set_value("kc/dedupe/restore_seconds", round(time.monotonic() - started, 3))
 
-    def process_item(self, item: PageItem) -> PageItem:
+    def process_page(self, item: PageItem) -> PageItem:
         examined = self.policy.examined
         decision, changes = self.policy.decide(
             (item.source_id, item.canonical_url), item.content_hash, item.minhash, item.word_count

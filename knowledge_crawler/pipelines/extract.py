@@ -14,7 +14,7 @@ logger = logging.getLogger(__name__)
 
 
 class ExtractPipeline(KcPipeline):
-    def process_item(self, item: PageItem) -> PageItem:
+    def process_page(self, item: PageItem) -> PageItem:
         if item.html is None:
             self.inc("extract/non_html")
             raise DropItem(f"non-HTML response ({item.content_type})", log_level="DEBUG")

@@ -9,7 +9,7 @@ from knowledge_crawler.transform.minhash import signature, to_bytes
 
 
 class FingerprintPipeline(KcPipeline):
-    def process_item(self, item: PageItem) -> PageItem:
+    def process_page(self, item: PageItem) -> PageItem:
         item.content_hash = content_hash(item.content)
         if item.word_count:
             source = self.runtime.source(item.source_id)

@@ -1,8 +1,13 @@
-"""6. store: batched upserts, one transaction per batch, off the event loop.
+"""6. store: one ordered batch of operations, one transaction per batch, off the event loop.
 
-Rows wait in memory until the batch holds ``KC_STORE_BATCH_SIZE`` rows, the
-oldest has waited ``KC_STORE_FLUSH_SECONDS``, or the spider closes. Each flush
-runs on one writer thread that owns all database writes.
+Every outcome item becomes operations, appended in arrival order: a page
+(:class:`PageItem`) its upsert and the duplicate decisions it caused, a 304
+(:class:`NotModifiedItem`) a touch. Each also gets its next check time from
+:func:`knowledge_crawler.sync.policy.revisit` (changed or not, against the
+stored page). Operations wait in memory until the batch holds
+``KC_STORE_BATCH_SIZE`` of them, the oldest has waited ``KC_STORE_FLUSH_SECONDS``,
+or the spider closes. Each flush runs on one writer thread that owns all
+database writes.
 
 No row is lost and none is written twice:
 
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -30,16 +36,28 @@ import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from scrapy.crawler import Crawler
 
 from knowledge_crawler.config import KcConfig
 from knowledge_crawler.errors import StoreError, TransientStoreError
-from knowledge_crawler.items import PageItem
+from knowledge_crawler.items import NotModifiedItem, PageItem
 from knowledge_crawler.pipelines._base import KcPipeline
 from knowledge_crawler.runtime import STORE_FAILED
-from knowledge_crawler.store import DuplicateUpdate, PageRecord, UpsertResult, record_dict
+from knowledge_crawler.sources import Source
+from knowledge_crawler.store import (
+    CheckpointAdvance,
+    DuplicateUpdate,
+    Operation,
+    PageRecord,
+    Touch,
+    UpsertResult,
+    record_dict,
+)
+from knowledge_crawler.sync.policy import revisit
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +68,7 @@ _MAX_DELAY = 5.0
 _WARN_EVERY = 10.0
 
 
-def to_record(item: PageItem) -> PageRecord:
+def to_record(item: PageItem, **schedule: Any) -> PageRecord:
     return PageRecord(
         source_id=item.source_id,
         canonical_url=item.canonical_url,
@@ -72,6 +90,8 @@ def to_record(item: PageItem) -> PageRecord:
         duplicate_score=item.duplicate_score,
         etag=item.etag,
         last_modified=item.last_modified,
+        depth=item.depth,
+        **schedule,
     )
 
 
@@ -82,9 +102,8 @@ class StorePipeline(KcPipeline):
         self.batch_size = config.store_batch_size
         self.flush_seconds = config.store_flush_seconds
         self.retry_seconds = config.store_retry_seconds
-        #: rows not yet committed, in arrival order; a flush removes what it committed
-        self._batch: list[PageRecord] = []
-        self._updates: list[DuplicateUpdate] = []
+        #: operations not yet committed, in arrival order; a flush removes what it committed
+        self._ops: list[Operation] = []
         self._oldest = 0.0
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kc-store")
         self._lock = asyncio.Lock()
@@ -98,14 +117,55 @@ class StorePipeline(KcPipeline):
     async def open_spider(self) -> None:
         self._ticker = asyncio.get_running_loop().create_task(self._tick())
 
-    async def process_item(self, item: PageItem) -> PageItem:
-        if not self._batch:
+    async def process_item(self, item: Any) -> Any:
+        if isinstance(item, PageItem):
+            ops: list[Operation] = [to_record(item, **self._schedule(item, changed=None))]
+            ops += item.dedupe_updates
+        elif isinstance(item, NotModifiedItem):
+            ops = [self._touch(item)]
+        else:
+            return item
+        if not self._ops:
             self._oldest = time.monotonic()
-        self._batch.append(to_record(item))
-        self._updates.extend(item.dedupe_updates)
-        if len(self._batch) >= self.batch_size and self._failed is None:
+        self._ops += ops
+        if len(self._ops) >= self.batch_size and self._failed is None:
             await self.flush()
         return item
+
+    def _schedule(
+        self, item: PageItem | NotModifiedItem, *, changed: bool | None
+    ) -> dict[str, Any]:
+        """``next_check_at`` and ``check_interval`` of a page checked now.
+
+        ``changed`` None: compare the item's hash with the stored page's (a new
+        page counts as changed).
+        """
+        key = (item.source_id, item.canonical_url)
+        known = self.runtime.known.get(key)
+        if changed is None:
+            assert isinstance(item, PageItem)
+            changed = known is None or known.content_hash != item.content_hash
+        source: Source | None = self.runtime.sources.get(item.source_id)
+        if source is None:
+            return {}
+        plan = revisit(
+            datetime.now(UTC),
+            known.check_interval if known is not None else None,
+            changed=changed,
+            min_interval=source.min_interval,
+            max_interval=source.max_interval,
+        )
+        return {"next_check_at": plan.next_check_at, "check_interval": plan.interval}
+
+    def _touch(self, item: NotModifiedItem) -> Touch:
+        return Touch(
+            item.source_id,
+            item.canonical_url,
+            checked_at=item.checked_at,
+            etag=item.etag,
+            last_modified=item.last_modified,
+            **self._schedule(item, changed=False),
+        )
 
     async def _tick(self) -> None:
         """Flush by age. Stopped by ``_stop``, never cancelled: a flush in flight completes.
@@ -118,7 +178,7 @@ class StorePipeline(KcPipeline):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), timeout=interval)
             try:
-                if self._batch and time.monotonic() - self._oldest >= self.flush_seconds:
+                if self._ops and time.monotonic() - self._oldest >= self.flush_seconds:
                     await self.flush()
             except Exception:
                 logger.exception("store: a flush by age failed; its rows stay in memory")
@@ -133,40 +193,32 @@ class StorePipeline(KcPipeline):
         async with self._lock:
             if self._failed is not None:
                 return
-            n, m = len(self._batch), len(self._updates)
-            if not n and not m:
+            n = len(self._ops)
+            if not n:
                 return
             started = time.monotonic()
             try:
-                result = await self._write_retrying(self._batch[:n], self._updates[:m])
+                result = await self._write_retrying(self._ops[:n])
             except Exception as exc:
                 self._fail(exc, time.monotonic() - started)
                 return
-            del self._batch[:n]
-            del self._updates[:m]
+            del self._ops[:n]
             self._oldest = started  # rows that came in meanwhile are younger than that
         self._count(result)
 
-    async def _write(
-        self, batch: Sequence[PageRecord], updates: Sequence[DuplicateUpdate]
-    ) -> UpsertResult:
+    async def _write(self, ops: Sequence[Operation]) -> UpsertResult:
         loop = asyncio.get_running_loop()
         run_id = self.runtime.run_id
         store = self.runtime.store
-        return await loop.run_in_executor(
-            self._writer,
-            lambda: store.upsert_pages(batch, run_id=run_id, duplicate_updates=updates),
-        )
+        return await loop.run_in_executor(self._writer, lambda: store.write(ops, run_id=run_id))
 
-    async def _write_retrying(
-        self, batch: Sequence[PageRecord], updates: Sequence[DuplicateUpdate]
-    ) -> UpsertResult:
+    async def _write_retrying(self, ops: Sequence[Operation]) -> UpsertResult:
         deadline = time.monotonic() + self.retry_seconds
         delay = _FIRST_DELAY
         warned = 0.0
         while True:
             try:
-                return await self._write(batch, updates)
+                return await self._write(ops)
             except TransientStoreError as exc:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -175,9 +227,9 @@ class StorePipeline(KcPipeline):
                 if time.monotonic() - warned >= _WARN_EVERY:
                     warned = time.monotonic()
                     logger.warning(
-                        "store: %s; %d rows kept in memory, retrying for up to %.0f s more",
+                        "store: %s; %d operations kept in memory, retrying for up to %.0f s more",
                         exc,
-                        len(batch),
+                        len(ops),
                         remaining,
                     )
                 await asyncio.sleep(min(delay, remaining))
@@ -195,9 +247,9 @@ class StorePipeline(KcPipeline):
         self._failed = message
         self.runtime.store_failed(message)
         logger.error(
-            "store failed, stopping the crawl: %s; %d rows in memory are kept",
+            "store failed, stopping the crawl: %s; %d operations in memory are kept",
             message,
-            len(self._batch),
+            len(self._ops),
             exc_info=not isinstance(exc, StoreError),
         )
         engine = self.crawler.engine
@@ -213,6 +265,9 @@ class StorePipeline(KcPipeline):
         self.inc("store/changed", len(result.changed))
         self.inc("store/unchanged", len(result.unchanged))
         self.inc("store/upserted", result.loaded)
+        self.inc("store/touched", len(result.touched))
+        self.inc("store/untouched", len(result.untouched))
+        self.inc("store/checkpoints", len(result.checkpoints))
         self.inc("store/quarantined", len(result.quarantined))
         self.inc("store/unlinked", len(result.unlinked))
         self.inc("store/dropped_updates", len(result.dropped_updates))
@@ -233,33 +288,30 @@ class StorePipeline(KcPipeline):
                 logger.exception("store: the age ticker failed")
         try:
             await self.flush()
-            if self._batch or self._updates:  # the store failed: one last try, then rescue
+            if self._ops:  # the store failed: one last try, then rescue
                 await self._last_try()
         finally:
             self._writer.shutdown(wait=True)
 
     async def _last_try(self) -> None:
-        n, m = len(self._batch), len(self._updates)
-        batch, updates = self._batch[:n], self._updates[:m]
+        n = len(self._ops)
+        ops = self._ops[:n]
         try:
-            result = await self._write(batch, updates)
+            result = await self._write(ops)
         except Exception as exc:
             logger.warning("store: still cannot write: %s", " ".join(str(exc).split()))
-            self._rescue(batch, updates)
+            self._rescue(ops)
             return
-        del self._batch[:n]
-        del self._updates[:m]
+        del self._ops[:n]
         self._count(result)
         logger.warning(
-            "store: the database is back: the %d rows kept in memory are stored", len(batch)
+            "store: the database is back: the %d operations kept in memory are stored", n
         )
 
-    def _rescue(self, batch: Sequence[PageRecord], updates: Sequence[DuplicateUpdate]) -> None:
-        """Write rows that could not be stored to a file beside the database (or a temp dir)."""
-        lines = [json.dumps({"page": record_dict(r)}, default=repr) + "\n" for r in batch]
-        lines += [
-            json.dumps({"duplicate_update": _update_dict(u)}, default=repr) + "\n" for u in updates
-        ]
+    def _rescue(self, ops: Sequence[Operation]) -> None:
+        """Write what could not be stored to a file beside the database (or a temp dir)."""
+        lines = [json.dumps(operation_dict(op), default=repr) + "\n" for op in ops]
+        pages = [op for op in ops if isinstance(op, PageRecord)]
         for path in self._rescue_paths():
             try:
                 with open(path, "a", encoding="utf-8") as f:
@@ -269,20 +321,19 @@ class StorePipeline(KcPipeline):
             except OSError as exc:
                 logger.error("store: cannot write the rescue file %s: %s", path, exc)
                 continue
-            del self._batch[: len(batch)]
-            del self._updates[: len(updates)]
-            self.inc("store/rescued", len(batch))
+            del self._ops[: len(ops)]
+            self.inc("store/rescued", len(pages))
             self.stats.set_value("kc/store/rescue_file", str(path))
             logger.error(
-                "store: %d rows and %d duplicate updates were not stored in %s; "
+                "store: %d rows and %d other operations were not stored in %s; "
                 "they are saved in %s (one JSON object a line)",
-                len(batch),
-                len(updates),
+                len(pages),
+                len(ops) - len(pages),
                 self.runtime.store.url,
                 path,
             )
             return
-        for rec in batch:  # nowhere to write: at least say what is lost
+        for rec in pages:  # nowhere to write: at least say what is lost
             logger.critical("store: lost %s %s", rec.source_id, rec.canonical_url)
 
     def _rescue_paths(self) -> list[Path]:
@@ -296,10 +347,20 @@ class StorePipeline(KcPipeline):
         return paths
 
 
-def _update_dict(update: DuplicateUpdate) -> dict[str, object]:
-    return {
-        "key": list(update.key),
-        "duplicate_of": list(update.duplicate_of) if update.duplicate_of else None,
-        "kind": update.kind,
-        "score": update.score,
-    }
+def operation_dict(op: Operation) -> dict[str, object]:
+    """One operation as a line of the rescue file: ``{"page": {...}}``, ``{"touch": ...}``..."""
+    if isinstance(op, PageRecord):
+        return {"page": record_dict(op)}
+    if isinstance(op, DuplicateUpdate):
+        return {
+            "duplicate_update": {
+                "key": list(op.key),
+                "duplicate_of": list(op.duplicate_of) if op.duplicate_of else None,
+                "kind": op.kind,
+                "score": op.score,
+            }
+        }
+    if isinstance(op, Touch):
+        return {"touch": dataclasses.asdict(op)}
+    assert isinstance(op, CheckpointAdvance)
+    return {"checkpoint": dataclasses.asdict(op)}

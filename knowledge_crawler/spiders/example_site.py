@@ -18,14 +18,16 @@ from typing import Any
 from scrapy.http import HtmlResponse, Request, Response
 
 from knowledge_crawler import meta
-from knowledge_crawler.items import PageItem
+from knowledge_crawler.items import NotModifiedItem, PageItem
 from knowledge_crawler.spiders.knowledge import KnowledgeSpider
 
 
 class ExampleSiteSpider(KnowledgeSpider):
     name = "example_site"
 
-    def parse(self, response: Response, **kwargs: Any) -> Iterator[PageItem | Request]:
+    def parse(
+        self, response: Response, **kwargs: Any
+    ) -> Iterator[PageItem | NotModifiedItem | Request]:
         yield from super().parse(response, **kwargs)
         if not isinstance(response, HtmlResponse):  # JSON, PDF, ...: no links to read
             return

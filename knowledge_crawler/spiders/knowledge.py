@@ -1,7 +1,11 @@
 """The ``knowledge`` spider: crawls the sources of a seeds file (or a URL list).
 
 ``scrapy crawl knowledge -a seeds=seeds/NAME.toml`` or ``-a seeds=URL[,URL...]``;
-``-a source=ID`` keeps one source of the file; ``-a mode=crawl`` (default).
+``-a source=ID`` keeps one source of the file; ``-a mode=crawl`` (default:
+the start URLs, then every stored page of the sources, then the links found)
+or ``-a mode=refresh`` (only the stored pages whose next check is due, most
+overdue first, without following links). A stored page is requested with its
+validators; a 304 becomes a :class:`NotModifiedItem` and is not parsed.
 Arguments whose name starts with ``_`` are accepted and kept as attributes
 (scrapyd runs every job with ``-a _job=ID``; the run record keeps that id).
 The spider only discovers and fetches: it yields :class:`PageItem` for each
@@ -28,7 +32,7 @@ from twisted.python.failure import Failure
 
 from knowledge_crawler import __version__, meta
 from knowledge_crawler.errors import ConfigError
-from knowledge_crawler.items import PageItem
+from knowledge_crawler.items import NotModifiedItem, PageItem
 from knowledge_crawler.runtime import runtime_for
 from knowledge_crawler.sources import Source, resolve_seeds
 from knowledge_crawler.store import utc_now
@@ -37,7 +41,7 @@ from knowledge_crawler.transform.extract import decode_html
 
 logger = logging.getLogger(__name__)
 
-MODES = ("crawl",)
+MODES = ("crawl", "refresh")
 
 _HTML_TYPES = (b"text/html", b"application/xhtml+xml")
 #: links to these file types are not worth a request (images, media, archives, office files)
@@ -182,13 +186,37 @@ class KnowledgeSpider(scrapy.Spider):
     # -- discovery --------------------------------------------------------------
 
     async def start(self) -> AsyncIterator[Request]:
-        for source in self.sources.values():
-            for url in source.start_urls:
-                request = self.request_for(source, url, depth=0)
-                if request is not None:
-                    request.meta[meta.START] = True
-                    self.crawler.stats.inc_value("kc/start/requested")
-                    yield request
+        runtime = runtime_for(self.crawler)
+        if self.mode == "crawl":
+            for source in self.sources.values():
+                for url in source.start_urls:
+                    request = self.request_for(source, url, depth=0)
+                    if request is not None:
+                        request.meta[meta.START] = True
+                        self.crawler.stats.inc_value("kc/start/requested")
+                        yield request
+        # The known inventory: every stored page within the source's depth limit (crawl)
+        # or the due ones (refresh), most overdue first, each at the depth it was found
+        # at: a page that answers 304 is not parsed, so its links come from here.
+        known = await runtime.load_known()
+        now = utc_now()
+        due = 0
+        for page in known.values():
+            if self.mode == "refresh" and page.next_check_at and page.next_check_at > now:
+                continue
+            owner = self.sources.get(page.source_id)
+            if owner is None or page.depth > owner.depth_limit:
+                continue  # beyond what this crawl would reach
+            request = self.request_for(owner, page.final_url, page.depth)
+            if request is None:
+                continue
+            if self.mode == "refresh":
+                request.meta[meta.START] = True  # what a refresh set out to fetch
+                self.crawler.stats.inc_value("kc/start/requested")
+                request.priority = -due  # most overdue first
+            due += 1
+            self.crawler.stats.inc_value("kc/sync/known_requested")
+            yield request
 
     def request_for(self, source: Source, url: str, depth: int) -> Request | None:
         """A request for ``url`` unless it is out of scope, already seen or over the budget."""
@@ -221,13 +249,30 @@ class KnowledgeSpider(scrapy.Spider):
 
     # -- fetch results ----------------------------------------------------------
 
-    def parse(self, response: Response, **kwargs: Any) -> Iterator[PageItem | Request]:
+    def parse(
+        self, response: Response, **kwargs: Any
+    ) -> Iterator[PageItem | NotModifiedItem | Request]:
         source = self.sources[response.meta[meta.SOURCE]]
         depth: int = response.meta[meta.DEPTH]
         stats = self.crawler.stats
         stats.inc_value(f"kc/fetch/status/{response.status}")
         if response.meta.get(meta.START):
             stats.inc_value("kc/start/fetched")
+        if response.status == 304:
+            # RFC 9110 15.4.5: the stored content is still current. Nothing to parse.
+            yield NotModifiedItem(
+                source_id=source.id,
+                canonical_url=canonical_url(
+                    response.url,
+                    keep_params=source.keep_params,
+                    tracking_params=source.tracking_params,
+                ),
+                url=(response.meta.get("redirect_urls") or [response.url])[0],
+                checked_at=utc_now(),
+                etag=_header(response, "ETag"),
+                last_modified=_header(response, "Last-Modified"),
+            )
+            return
         if not source.in_scope(response.url):
             self.crawler.stats.inc_value("kc/fetch/redirected_out_of_scope")
             return
@@ -265,6 +310,7 @@ class KnowledgeSpider(scrapy.Spider):
         if (
             isinstance(response, TextResponse)
             and is_html
+            and self.mode == "crawl"  # a refresh revalidates what it knows, no more
             and source.follow_links
             and depth < source.depth_limit
         ):

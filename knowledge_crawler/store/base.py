@@ -150,7 +150,8 @@ class KnownPage:
 
     source_id: str
     canonical_url: str
-    url: str
+    #: the URL that answered last time: what a revisit requests (no redirect to follow)
+    final_url: str
     etag: str | None
     last_modified: str | None
     content_hash: str

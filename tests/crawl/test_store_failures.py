@@ -186,13 +186,14 @@ async def test_a_record_the_database_refuses_is_the_only_one_quarantined(
     class OneBadRecord(SqliteStore):
         """The real store; one page arrives with a status the database refuses."""
 
-        def upsert_pages(self, records: Any, **kw: Any) -> Any:
-            records = [self._spoil(r) for r in records]
-            return super().upsert_pages(records, **kw)
+        def write(self, operations: Any, **kw: Any) -> Any:
+            return super().write([self._spoil(op) for op in operations], **kw)
 
         @staticmethod
-        def _spoil(rec: PageRecord) -> PageRecord:
-            return replace(rec, http_status=999) if rec.canonical_url == original else rec
+        def _spoil(op: Any) -> Any:
+            if isinstance(op, PageRecord) and op.canonical_url == original:
+                return replace(op, http_status=999)
+            return op
 
     use_store(monkeypatch, OneBadRecord)
     crawler, scraped = await crawl(db_url, site)
