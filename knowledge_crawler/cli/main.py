@@ -37,6 +37,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "knowledge_crawler.cli.extract:extract",
         "Main content of HTML file(s), as markdown or text.",
     ),
+    "history": (
+        "knowledge_crawler.cli.history:history",
+        "Every stored version of a page, newest first.",
+    ),
     "discover": (
         "knowledge_crawler.cli.discover:discover",
         "What a sitemap, feed or robots.txt yields (URLs, lastmod), no page fetched.",

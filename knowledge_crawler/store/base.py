@@ -291,11 +291,13 @@ class Store(abc.ABC):
         """The source's discovery cursors, ``{adapter: cursor}``."""
 
     @abc.abstractmethod
-    def history(self, key: tuple[str, str]) -> list[dict[str, Any]]:
-        """A page's versions, newest first: the current content, then ``page_versions``.
+    def history(self, canonical_url: str, *, source_id: str | None = None) -> list[dict[str, Any]]:
+        """The versions of the page(s) with this identity, newest first per source.
 
-        Each: ``content_hash, title, content, fetched_at`` and ``replaced_at``
-        (None for the current one). Empty when the page is not stored.
+        For each source that stores the URL (or only ``source_id``): the current
+        content, then its ``page_versions``. Each: ``source_id, canonical_url,
+        content_hash, title, content, fetched_at`` and ``replaced_at`` (None for
+        the current one). Empty when no such page is stored.
         """
 
     @abc.abstractmethod

@@ -796,22 +796,28 @@ class SqliteStore(Store):
             )
         return {r["adapter"]: r["cursor"] for r in rows}
 
-    def history(self, key: tuple[str, str]) -> list[dict[str, Any]]:
+    def history(self, canonical_url: str, *, source_id: str | None = None) -> list[dict[str, Any]]:
+        where = "canonical_url = ?" + (" AND source_id = ?" if source_id is not None else "")
+        params = (canonical_url,) + ((source_id,) if source_id is not None else ())
+        out: list[dict[str, Any]] = []
         with self._guard("cannot read the history of"):
-            current = self.query(
-                "SELECT id, content_hash, title, content, fetched_at, NULL AS replaced_at "
-                "FROM pages WHERE source_id = ? AND canonical_url = ?",
-                key,
-            )
-            if not current:
-                return []
-            older = self.query(
-                "SELECT content_hash, title, content, fetched_at, replaced_at FROM page_versions "
-                "WHERE page_id = ? ORDER BY replaced_at DESC, id DESC",
-                (current[0]["id"],),
-            )
-        rows = [{k: r[k] for k in r.keys() if k != "id"} for r in current]  # noqa: SIM118
-        return rows + [dict(r) for r in older]
+            for page in self.query(
+                "SELECT id, source_id, canonical_url, content_hash, title, content, fetched_at, "
+                f"NULL AS replaced_at FROM pages WHERE {where} ORDER BY source_id",
+                params,
+            ):
+                current = dict(page)
+                page_id = current.pop("id")
+                out.append(current)
+                out += [
+                    {"source_id": current["source_id"], "canonical_url": canonical_url, **dict(r)}
+                    for r in self.query(
+                        "SELECT content_hash, title, content, fetched_at, replaced_at "
+                        "FROM page_versions WHERE page_id = ? ORDER BY replaced_at DESC, id DESC",
+                        (page_id,),
+                    )
+                ]
+        return out
 
     def dependents(self, key: tuple[str, str]) -> list[DedupeRow]:
         with self._lock:

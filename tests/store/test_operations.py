@@ -130,8 +130,15 @@ def test_history_newest_first(store: Store) -> None:
     store.write([rec(1, text="one", at=T0)])
     store.write([rec(1, text="two", at=T1)])
     store.write([rec(1, text="three", at=T2)])
-    history = store.history(KEY)
+    store.write([rec(1, source_id="other", text="elsewhere")])
+    history = store.history(KEY[1], source_id="s")
     assert [h["content"] for h in history] == ["three", "two", "one"]
     assert history[0]["replaced_at"] is None and history[1]["replaced_at"] is not None
     assert [h["fetched_at"] for h in history] == [T2, T1, T0]
-    assert store.history(("s", "https://example.com/none")) == []
+    assert {h["source_id"] for h in history} == {"s"}
+    both = store.history(KEY[1])
+    assert [(h["source_id"], h["content"]) for h in both][:2] == [
+        ("other", "elsewhere"),
+        ("s", "three"),
+    ]
+    assert store.history("https://example.com/none") == []
