@@ -13,7 +13,8 @@ never blocked); control calls go over HTTP to ``/__control/`` on 127.0.0.1.  Std
 
 URL layout (``<slug>`` is an article slug, see the manifest):
 
-* ``/robots.txt`` disallows ``/private/`` and ``/__control/``.
+* ``/robots.txt`` disallows ``/private/`` and ``/__control/`` and names the sitemap index
+  (``Sitemap: http://localhost:PORT/sitemap.xml``).
 * ``/`` home (first 20 articles, archive of all listing pages, tags, downloads),
   ``/articles`` and ``/articles?page=N`` (20 per page), ``/tag/<tag>``.
 * ``/articles/<slug>`` and ``/articles/<slug>/`` (same page, 200): the articles.  Any query
@@ -22,14 +23,60 @@ URL layout (``<slug>`` is an article slug, see the manifest):
 * ``/print/<slug>`` exact and ``/syndicated/<slug>`` near duplicates (one paragraph rewritten),
   ``/private/<slug>`` (200, robots-disallowed), ``/redirect/<slug>`` (301 to the article).
 * ``/about`` (thin), ``/files/report.pdf``, ``/api/data.json``, ``/static/site.css``.
-* ``/__control/manifest`` (GET) and ``/__control/{mutate,delete,restore,reset}`` (POST).
+* ``/__control/manifest`` (GET) and ``/__control/{mutate,delete,restore,reset,slow}`` (POST).
+
+Discovery endpoints (never linked from any page, so link-following crawls do not meet them;
+robots.txt names ``/sitemap.xml``).  They list only live articles (status 200), each under its
+canonical URL ``http://localhost:PORT/articles/<slug>``, and every one answers with a strong
+``ETag`` (304 on ``If-None-Match``) and a truthful ``Last-Modified``:
+
+* ``/sitemap.xml``: a sitemap index of ``/sitemaps/articles-N.xml.gz`` (odd ``N``) and
+  ``/sitemaps/articles-N.xml`` (even ``N``), ``sitemap_chunk`` articles each (by article index,
+  default 1,000; ``TestSite(sitemap_chunk=...)``/``--sitemap-chunk``), each ``<lastmod>`` the
+  newest of its entries.  Every child is served both ways: ``.xml`` as ``application/xml``,
+  ``.xml.gz`` as a gzip file (``application/x-gzip``, no ``Content-Encoding``).  Entries'
+  ``<lastmod>`` is the article's Last-Modified in W3C form, so it moves on every mutation.
+* ``/sitemaps/raw-gzip.xml``: one urlset of every article whose body is gzip bytes served as
+  ``application/xml`` without any gzip header (as some real servers do).  Not in the index.
+* ``/feed.rss`` (RSS 2.0), ``/feed.atom`` (Atom 1.0, ``xml:base="http://localhost:PORT/articles/"``
+  and bare-slug relative entry links) and ``/feed-rss1.rdf`` (RSS 1.0/RDF): the ``feed_items``
+  (default 20) newest articles by publication date.  ``pubDate``/``published`` never move; Atom
+  ``<updated>`` is the article's Last-Modified.
+* ``/api/articles?per_page=N[&page=P]`` (``per_page`` 1-1000, default 20):
+  ``{"items": [{"url", "title", "updated"}], "page", "per_page", "total"}`` with
+  ``Link: <http://localhost:PORT/api/articles?page=P+1&per_page=N>; rel="next"`` on every page
+  but the last.
+* ``/api/articles-cursor?per_page=N[&cursor=C]``: ``{"data": {"items": [...]},
+  "next_cursor": "C" | null}``; send ``next_cursor`` back as ``cursor``.  Cursors are opaque
+  (unpadded URL-safe base64 of ``from:<article index>``), so a walk resumed with an old cursor
+  neither skips nor repeats articles when others are deleted.  Bad parameters answer 400.
+
+Fault knob for resume tests: ``POST /__control/slow?path_prefix=/api/&seconds=0.5``
+(:meth:`TestSite.slow`) makes every request whose target (path plus query string) starts with
+``path_prefix`` wait ``seconds`` (at most 60) before it is answered, so a test can kill a crawl
+mid-pagination deterministically.  Rules add up per prefix (the longest delay that matches
+wins); ``seconds=0`` removes one; ``/__control/reset`` clears them all.  ``/__control/`` itself
+is never slowed.
 
 Manifest keys: ``pages``, ``seed``, ``url``, ``articles`` (``i``, ``slug``, ``path``, ``url``,
 ``title``, ``status``, ``mutations``, ``last_modified``, ``tags``, ``price``, ``in_stock``,
 ``aliases``, ``print``, ``syndicated``, ``private``, ``links_to_redirect``),
 ``exact_duplicates`` and ``near_duplicates`` (``path``, ``of``), ``private``, ``non_html``
 (``path``, ``content_type``), ``thin``, ``listing``, ``redirects`` (``path``, ``to``,
-``linked_from``), ``static``, ``robots_disallow``, ``tracking_params``, ``external_hosts``.
+``linked_from``), ``static``, ``robots_disallow``, ``tracking_params``, ``external_hosts``,
+``charsets`` and ``discovery``, what each discovery endpoint yields right now (``pages`` are
+article paths, in the order served):
+
+* ``robots_sitemaps`` (URLs), ``sitemap_chunk``, ``feed_items``, ``per_page`` (the API walks'
+  page size, the default 20);
+* ``sitemaps``: ``{path, url, kind: "sitemapindex", children: [{path, url, gzip, lastmod,
+  pages}], pages}`` for ``/sitemap.xml`` and ``{path, url, kind: "urlset", raw_gzip: true,
+  pages}`` for ``/sitemaps/raw-gzip.xml``;
+* ``feeds``: ``{path, url, format: "rss" | "atom" | "rdf", pages}`` (newest first);
+* ``apis``: ``{path, url, next_mode: "link", items_path: "items", url_field: "url", walk,
+  pages}`` and ``{path, url, next_mode: "cursor", items_path: "data.items", url_field: "url",
+  cursor_field: "next_cursor", cursor_param: "cursor", cursors, walk, pages}``; ``path``/``url``
+  are the first page, ``walk`` every page path a full walk requests, in order.
 """
 
 from __future__ import annotations
@@ -50,6 +97,7 @@ from typing import Any, cast
 from urllib.parse import urlencode, urlsplit
 
 from ._content import MUTATION_KINDS, TRACKING_PARAMS
+from ._discovery import DEFAULT_FEED_ITEMS, DEFAULT_SITEMAP_CHUNK
 
 __all__ = ["MUTATION_KINDS", "TRACKING_PARAMS", "FetchResult", "TestSite", "TestSiteError"]
 
@@ -96,9 +144,13 @@ class TestSite:
         *,
         warm: bool = False,
         startup_timeout: float = 20.0,
+        sitemap_chunk: int = DEFAULT_SITEMAP_CHUNK,
+        feed_items: int = DEFAULT_FEED_ITEMS,
     ) -> None:
         self.pages = pages
         self.warm = warm
+        self.sitemap_chunk = sitemap_chunk
+        self.feed_items = feed_items
         self.seed = seed
         self.requested_port = port
         self.startup_timeout = startup_timeout
@@ -136,6 +188,10 @@ class TestSite:
             str(self.requested_port),
             "--seed",
             str(self.seed),
+            "--sitemap-chunk",
+            str(self.sitemap_chunk),
+            "--feed-items",
+            str(self.feed_items),
             "--exit-on-stdin-eof",
         ]
         if self.warm:
@@ -266,5 +322,13 @@ class TestSite:
         return cast(dict[str, Any], self._control("restore", i=i))
 
     def reset(self) -> None:
-        """Every article back to its generated content and status."""
+        """Every article back to its generated content and status; no slow rules left."""
         self._control("reset")
+
+    def slow(self, path_prefix: str, seconds: float) -> dict[str, float]:
+        """Answer requests whose target starts with ``path_prefix`` ``seconds`` late.
+
+        ``seconds=0`` removes the rule; :meth:`reset` removes them all.  Returns every rule.
+        """
+        result = self._control("slow", path_prefix=path_prefix, seconds=seconds)
+        return cast(dict[str, float], result["slow"])

@@ -1,4 +1,7 @@
-"""Command line: ``python -m knowledge_crawler.testsite [--pages N] [--port 0] [--seed S]``."""
+"""Command line: ``python -m knowledge_crawler.testsite [--pages N] [--port 0] [--seed S]``.
+
+Also ``--sitemap-chunk N`` (articles per child sitemap) and ``--feed-items N`` (feed length).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ import threading
 from collections.abc import Sequence
 from types import FrameType
 
+from ._discovery import DEFAULT_FEED_ITEMS, DEFAULT_SITEMAP_CHUNK
 from ._server import TestSiteServer
 
 
@@ -26,12 +30,29 @@ def build_parser() -> argparse.ArgumentParser:
             "Control API (never linked, disallowed in robots.txt): GET /__control/manifest; "
             "POST /__control/mutate?i=N&kind=price|text|stock|whitespace|case|append; "
             "POST /__control/delete?i=N[&gone=1]; POST /__control/restore?i=N; "
-            "POST /__control/reset."
+            "POST /__control/slow?path_prefix=/api/&seconds=0.5 (answer matching requests "
+            "late; seconds=0 clears); POST /__control/reset (also clears slow rules). "
+            "Discovery (not linked; robots.txt names the sitemap): /sitemap.xml, "
+            "/sitemaps/articles-N.xml[.gz], /sitemaps/raw-gzip.xml, /feed.rss, /feed.atom, "
+            "/feed-rss1.rdf, /api/articles?per_page=N[&page=P], "
+            "/api/articles-cursor?per_page=N[&cursor=C]."
         ),
     )
     parser.add_argument("--pages", type=int, default=50, help="number of articles (default 50)")
     parser.add_argument("--port", type=int, default=0, help="TCP port; 0 picks a free one")
     parser.add_argument("--seed", type=int, default=1, help="content seed (default 1)")
+    parser.add_argument(
+        "--sitemap-chunk",
+        type=int,
+        default=DEFAULT_SITEMAP_CHUNK,
+        help=f"articles per child sitemap (default {DEFAULT_SITEMAP_CHUNK})",
+    )
+    parser.add_argument(
+        "--feed-items",
+        type=int,
+        default=DEFAULT_FEED_ITEMS,
+        help=f"newest articles listed in each feed (default {DEFAULT_FEED_ITEMS})",
+    )
     parser.add_argument(
         "--warm",
         action="store_true",
@@ -47,10 +68,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.pages < 1:
-        print("--pages must be at least 1", file=sys.stderr)
-        return 2
-    server = TestSiteServer(args.port, args.pages, args.seed)
+    for name in ("pages", "sitemap_chunk", "feed_items"):
+        if getattr(args, name) < 1:
+            print(f"--{name.replace('_', '-')} must be at least 1", file=sys.stderr)
+            return 2
+    server = TestSiteServer(
+        args.port,
+        args.pages,
+        args.seed,
+        sitemap_chunk=args.sitemap_chunk,
+        feed_items=args.feed_items,
+    )
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

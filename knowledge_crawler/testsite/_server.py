@@ -1,7 +1,9 @@
 """The loopback test site's HTTP server: site state, the routing table and the request handler.
 
 To add a new kind of page, write a ``_route_*`` method returning a :class:`Reply` and add one
-line to :meth:`SiteApp.routes`.
+line to :meth:`SiteApp.routes`.  The discovery endpoints (sitemaps, feeds, the JSON API) are
+rendered and cached by :class:`~._discovery.Discovery` from a :class:`~._discovery.Snapshot`
+of the article states.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import re
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -24,6 +27,15 @@ from urllib.parse import parse_qs, urlsplit
 
 from ._charsets import CHARSET_PAGES, charset_page
 from ._content import MUTATION_KINDS, TRACKING_PARAMS, SiteModel, format_price, product_state
+from ._discovery import (
+    DEFAULT_FEED_ITEMS,
+    DEFAULT_SITEMAP_CHUNK,
+    BadParameter,
+    Discovery,
+    Resource,
+    Snapshot,
+    article_last_modified,
+)
 from ._guides import guide_page
 from ._pages import CSRF_MARK, CSS, ROBOTS_TXT, TS_MARK, Renderer, fake_pdf
 
@@ -33,6 +45,7 @@ HTML = "text/html; charset=utf-8"
 EXTERNAL_HOSTS = ("twitter.com", "www.facebook.com", "www.linkedin.com")
 _STATIC_MODIFIED = datetime(2024, 1, 1, tzinfo=UTC)
 _SLUG = r"(?P<slug>[a-z0-9][a-z0-9-]*)"
+_MAX_SLOW_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -88,13 +101,30 @@ def _etag(template: str) -> str:
 class SiteApp:
     """Site model + mutable state + routing; shared by all handler threads."""
 
-    def __init__(self, pages: int, seed: int, port: int) -> None:
+    def __init__(
+        self,
+        pages: int,
+        seed: int,
+        port: int,
+        *,
+        sitemap_chunk: int = DEFAULT_SITEMAP_CHUNK,
+        feed_items: int = DEFAULT_FEED_ITEMS,
+    ) -> None:
         self.model = SiteModel(pages, seed)
         self.port = port
         self.url = f"http://{ADVERTISED_HOST}:{port}/"
         self.renderer = Renderer(self.model, ADVERTISED_HOST, port)
+        self.discovery = Discovery(
+            self.model, self.url, sitemap_chunk=sitemap_chunk, feed_items=feed_items
+        )
+        self._robots = ROBOTS_TXT + f"\nSitemap: {self.url}sitemap.xml\n"
         self._lock = threading.Lock()
         self._states: dict[int, ArticleState] = {}
+        #: bumps with every article version bump (the discovery caches' key)
+        self._generation = 0
+        self._snapshot = Snapshot()
+        #: ``/__control/slow`` rules: request-target prefix -> seconds to wait before answering
+        self._slow: dict[str, float] = {}
         self._last_ts = datetime.min
         self._requests = 0
         self._pdf = fake_pdf()
@@ -126,12 +156,31 @@ class SiteApp:
             (r"/static/site\.css", get, self._route_css),
             (r"/intl/(?P<name>[a-z0-9-]+)", get, self._route_charset),
             (r"/guides/(?P<name>[a-z0-9-]+)", get, self._route_guide),
+            (r"/sitemap\.xml", get, self._route_sitemap_index),
+            (
+                r"/sitemaps/articles-(?P<n>[1-9][0-9]{0,8})\.xml(?P<gz>\.gz)?",
+                get,
+                self._route_sitemap_child,
+            ),
+            (r"/sitemaps/raw-gzip\.xml", get, self._route_raw_gzip_sitemap),
+            (r"/feed\.rss", get, self._route_rss),
+            (r"/feed\.atom", get, self._route_atom),
+            (r"/feed-rss1\.rdf", get, self._route_rdf),
+            (r"/api/articles", get, self._route_api_link),
+            (r"/api/articles-cursor", get, self._route_api_cursor),
             (r"/__control/manifest", get, self._route_manifest),
-            (r"/__control/(?P<action>mutate|delete|restore|reset)", post, self._route_control),
+            (
+                r"/__control/(?P<action>mutate|delete|restore|reset|slow)",
+                post,
+                self._route_control,
+            ),
         ]
         return [(re.compile(p), m, h) for p, m, h in table]
 
     def handle(self, method: str, target: str) -> Reply:
+        delay = self.slow_delay(target)
+        if delay:
+            time.sleep(delay)
         parts = urlsplit(target)
         request = Request(
             method="GET" if method == "HEAD" else method,
@@ -147,7 +196,7 @@ class SiteApp:
                 return self._plain(405, "method not allowed\n", {"Allow": allow})
             try:
                 return handler(request, match)
-            except BadRequest as exc:
+            except (BadRequest, BadParameter) as exc:
                 return self._json_reply({"error": str(exc)}, 400)
         return self._error(404)
 
@@ -183,13 +232,32 @@ class SiteApp:
             new = update(old)
             if new != old:
                 new = replace(new, version=old.version + 1)
+                self._generation += 1
             self._states[i] = new
             return new
 
+    def snapshot(self) -> Snapshot:
+        """The article states the discovery endpoints render (rebuilt once per change)."""
+        with self._lock:
+            if self._snapshot.generation != self._generation:
+                self._snapshot = Snapshot(
+                    generation=self._generation,
+                    versions={i: s.version for i, s in self._states.items() if s.version},
+                    deleted=frozenset(i for i, s in self._states.items() if s.status != 200),
+                )
+            return self._snapshot
+
     def last_modified(self, i: int, state: ArticleState) -> datetime:
         """Stable per content version; strictly increases with every change of article ``i``."""
-        published = self.model.articles[i].published
-        return (published + timedelta(days=3, hours=state.version)).replace(microsecond=0)
+        return article_last_modified(self.model.articles[i].published, state.version)
+
+    def slow_delay(self, target: str) -> float:
+        """Seconds to wait before answering ``target`` (``/__control/`` is never slowed)."""
+        if not self._slow or target.startswith("/__control/"):
+            return 0.0
+        with self._lock:
+            rules = list(self._slow.items())
+        return max((s for prefix, s in rules if target.startswith(prefix)), default=0.0)
 
     # -- page templates ----------------------------------------------------------------------
 
@@ -253,8 +321,8 @@ class SiteApp:
     # -- routes ----------------------------------------------------------------------------
 
     def _route_robots(self, req: Request, match: re.Match[str]) -> Reply:
-        reply = self._plain(200, ROBOTS_TXT)
-        reply.etag, reply.last_modified = _etag(ROBOTS_TXT), _STATIC_MODIFIED
+        reply = self._plain(200, self._robots)
+        reply.etag, reply.last_modified = _etag(self._robots), _STATIC_MODIFIED
         return reply
 
     def _route_home(self, req: Request, match: re.Match[str]) -> Reply:
@@ -333,6 +401,51 @@ class SiteApp:
     def _route_css(self, req: Request, match: re.Match[str]) -> Reply:
         return Reply(200, CSS.encode(), "text/css; charset=utf-8", _etag(CSS), _STATIC_MODIFIED)
 
+    # -- discovery routes (sitemaps, feeds, JSON API; see _discovery.py) ---------------------
+
+    def _resource(self, resource: Resource | None) -> Reply:
+        if resource is None:
+            return self._error(404)
+        return Reply(
+            200,
+            resource.body,
+            resource.content_type,
+            resource.etag,
+            resource.last_modified,
+            dict(resource.headers),
+        )
+
+    def _route_sitemap_index(self, req: Request, match: re.Match[str]) -> Reply:
+        return self._resource(self.discovery.sitemap_index(self.snapshot()))
+
+    def _route_sitemap_child(self, req: Request, match: re.Match[str]) -> Reply:
+        n, gz = int(match.group("n")), match.group("gz") is not None
+        return self._resource(self.discovery.sitemap_child(self.snapshot(), n, gz))
+
+    def _route_raw_gzip_sitemap(self, req: Request, match: re.Match[str]) -> Reply:
+        return self._resource(self.discovery.raw_gzip_sitemap(self.snapshot()))
+
+    def _route_rss(self, req: Request, match: re.Match[str]) -> Reply:
+        return self._resource(self.discovery.rss(self.snapshot()))
+
+    def _route_atom(self, req: Request, match: re.Match[str]) -> Reply:
+        return self._resource(self.discovery.atom(self.snapshot()))
+
+    def _route_rdf(self, req: Request, match: re.Match[str]) -> Reply:
+        return self._resource(self.discovery.rdf(self.snapshot()))
+
+    def _route_api_link(self, req: Request, match: re.Match[str]) -> Reply:
+        d = self.discovery
+        per_page, page = d.per_page(req.arg("per_page")), d.page_number(req.arg("page"))
+        return self._resource(d.api_link_page(self.snapshot(), page, per_page))
+
+    def _route_api_cursor(self, req: Request, match: re.Match[str]) -> Reply:
+        d = self.discovery
+        per_page, start = d.per_page(req.arg("per_page")), d.decode_cursor(req.arg("cursor"))
+        return self._resource(d.api_cursor_page(self.snapshot(), start, per_page))
+
+    # -- control routes --------------------------------------------------------------------
+
     def _route_manifest(self, req: Request, match: re.Match[str]) -> Reply:
         return self._json_reply(self.manifest())
 
@@ -340,10 +453,14 @@ class SiteApp:
         action = match.group("action")
         if action == "reset":
             with self._lock:
+                self._slow.clear()
                 for i, st in list(self._states.items()):
                     if not st.pristine:
                         self._states[i] = ArticleState(version=st.version + 1)
+                        self._generation += 1
             return self._json_reply({"ok": True})
+        if action == "slow":
+            return self._json_reply({"ok": True, "slow": self._set_slow(req)})
         i = self._index_arg(req)
         if action == "mutate":
             kind = req.arg("kind", "")
@@ -364,6 +481,24 @@ class SiteApp:
         else:
             self._set_state(i, lambda s: ArticleState(version=s.version))
         return self._json_reply(self.article_entry(i))
+
+    def _set_slow(self, req: Request) -> dict[str, float]:
+        prefix = req.arg("path_prefix", "") or ""
+        if not prefix.startswith("/") or prefix.startswith("/__control/"):
+            raise BadRequest("path_prefix must start with / and not be under /__control/")
+        raw = req.arg("seconds", "") or ""
+        try:
+            seconds = float(raw)
+        except ValueError:
+            seconds = -1.0
+        if not 0 <= seconds <= _MAX_SLOW_SECONDS:
+            raise BadRequest(f"seconds must be a number in [0, {_MAX_SLOW_SECONDS:g}]")
+        with self._lock:
+            if seconds:
+                self._slow[prefix] = seconds
+            else:
+                self._slow.pop(prefix, None)
+            return dict(self._slow)
 
     def _index_arg(self, req: Request) -> int:
         raw = req.arg("i", "") or ""
@@ -448,6 +583,7 @@ class SiteApp:
             "robots_disallow": ["/private/", "/__control/"],
             "tracking_params": list(TRACKING_PARAMS),
             "external_hosts": list(EXTERNAL_HOSTS),
+            "discovery": self.discovery.manifest(self.snapshot()),
         }
 
 
@@ -478,9 +614,23 @@ class TestSiteServer(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 256
 
-    def __init__(self, port: int, pages: int, seed: int) -> None:
+    def __init__(
+        self,
+        port: int,
+        pages: int,
+        seed: int,
+        *,
+        sitemap_chunk: int = DEFAULT_SITEMAP_CHUNK,
+        feed_items: int = DEFAULT_FEED_ITEMS,
+    ) -> None:
         super().__init__((BIND_HOST, port), _Handler)
-        self.app = SiteApp(pages, seed, self.server_address[1])
+        self.app = SiteApp(
+            pages,
+            seed,
+            self.server_address[1],
+            sitemap_chunk=sitemap_chunk,
+            feed_items=feed_items,
+        )
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """Clients hanging up mid-response are normal for crawlers; report anything else."""

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import base64
+import gzip
 import itertools
+import json
 import re
 import signal
 import subprocess
 import sys
 import time
 import urllib.robotparser
+from collections.abc import Iterator
+from datetime import datetime
 from email.utils import format_datetime, parsedate_to_datetime
 from typing import Any, cast
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
+import lxml.etree
 import lxml.html
 import pytest
 
@@ -99,7 +105,7 @@ def test_cli_prints_url_first_and_exits_cleanly_on_sigterm() -> None:
 def test_cli_help() -> None:
     cmd = [sys.executable, "-m", "knowledge_crawler.testsite", "--help"]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=True).stdout
-    for option in ("--pages", "--port", "--seed"):
+    for option in ("--pages", "--port", "--seed", "--sitemap-chunk", "--feed-items"):
         assert option in out
 
 
@@ -115,10 +121,23 @@ def test_large_site_starts_quickly() -> None:
     with TestSite(pages=5000, seed=7) as big:
         elapsed = time.monotonic() - started
         body = big.fetch(big.article_path(4999)).body
-        slugs = {a["slug"] for a in big.manifest()["articles"]}
+        manifest = big.manifest()
+        slugs = {a["slug"] for a in manifest["articles"]}
+        index = big.fetch("/sitemap.xml")
+        last_child = gzip.decompress(big.fetch("/sitemaps/articles-5.xml.gz").body)
     assert elapsed < 3.0
     assert len(slugs) == 5000
     assert b"<h1>" in body
+    children = manifest["discovery"]["sitemaps"][0]["children"]
+    assert [c["path"] for c in children] == [
+        "/sitemaps/articles-1.xml.gz",
+        "/sitemaps/articles-2.xml",
+        "/sitemaps/articles-3.xml.gz",
+        "/sitemaps/articles-4.xml",
+        "/sitemaps/articles-5.xml.gz",
+    ]
+    assert xml_texts(index.body, "sm:sitemap/sm:loc") == [big.url + c["path"][1:] for c in children]
+    assert len(xml_texts(last_child, "sm:url/sm:loc")) == 1000
 
 
 # -- robots, boilerplate, noise, validators -------------------------------------------------
@@ -132,6 +151,10 @@ def test_robots_txt(site: TestSite) -> None:
     assert "User-agent: *" in lines
     assert "Disallow: /private/" in lines
     assert "Disallow: /__control/" in lines
+    assert f"Sitemap: {site.url}sitemap.xml" in lines
+    robots = urllib.robotparser.RobotFileParser()
+    robots.parse(lines)
+    assert robots.site_maps() == [f"{site.url}sitemap.xml"]
 
 
 def test_article_page_has_realistic_boilerplate(site: TestSite, manifest: dict[str, Any]) -> None:
@@ -428,3 +451,492 @@ def test_charset_pages_are_served_in_their_encoding(site: TestSite) -> None:
         if page["encoding"] != "windows-1252":
             with pytest.raises(UnicodeDecodeError):
                 body.decode("utf-8")
+
+
+# -- discovery: sitemaps, feeds, paginated API ----------------------------------------------
+
+NS = {
+    "sm": "http://www.sitemaps.org/schemas/sitemap/0.9",
+    "atom": "http://www.w3.org/2005/Atom",
+    "rss1": "http://purl.org/rss/1.0/",
+    "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#",
+    "dc": "http://purl.org/dc/elements/1.1/",
+}
+XML_BASE = "{http://www.w3.org/XML/1998/namespace}base"
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+@pytest.fixture(scope="module")
+def chunked_site() -> Iterator[TestSite]:
+    """A site whose sitemap index has three children (20 + 20 + 5 articles) and short feeds."""
+    with TestSite(pages=45, seed=3, sitemap_chunk=20, feed_items=5) as chunked:
+        yield chunked
+
+
+@pytest.fixture
+def chunked(chunked_site: TestSite) -> Iterator[TestSite]:
+    chunked_site.reset()
+    yield chunked_site
+    chunked_site.reset()
+
+
+def qname(prefix: str, name: str) -> str:
+    """Clark notation, ``{namespace}name``."""
+    return f"{{{NS[prefix]}}}{name}"
+
+
+def xml_root(body: bytes) -> Any:
+    return lxml.etree.fromstring(body)
+
+
+def xml_texts(body: bytes, xpath: str) -> list[str]:
+    return [str(e.text) for e in xml_root(body).xpath(xpath, namespaces=NS)]
+
+
+def sitemap_body(site: TestSite, path: str) -> bytes:
+    """The XML of a sitemap, whatever the gzip wrapping (checked against the path)."""
+    result = site.fetch(path)
+    assert result.status == 200, path
+    assert "Content-Encoding" not in result.headers
+    if path.endswith(".gz"):
+        assert result.headers["Content-Type"] in ("application/x-gzip", "application/gzip")
+    else:
+        assert result.headers["Content-Type"] == "application/xml"
+    gzipped = path.endswith(".gz") or path.endswith("raw-gzip.xml")
+    assert result.body.startswith(GZIP_MAGIC) == gzipped, path
+    return gzip.decompress(result.body) if gzipped else result.body
+
+
+def urlset(site: TestSite, path: str) -> dict[str, str]:
+    """``{loc: lastmod}`` of a child sitemap, in document order."""
+    root = xml_root(sitemap_body(site, path))
+    assert root.tag == qname("sm", "urlset")
+    locs = [str(u.findtext("sm:loc", namespaces=NS)) for u in root.findall("sm:url", NS)]
+    mods = [str(u.findtext("sm:lastmod", namespaces=NS)) for u in root.findall("sm:url", NS)]
+    assert len(set(locs)) == len(locs)
+    return dict(zip(locs, mods, strict=True))
+
+
+def sitemap_index(site: TestSite) -> dict[str, str]:
+    """``{child url: lastmod}`` of ``/sitemap.xml``."""
+    root = xml_root(sitemap_body(site, "/sitemap.xml"))
+    assert root.tag == qname("sm", "sitemapindex")
+    return {
+        str(s.findtext("sm:loc", namespaces=NS)): str(s.findtext("sm:lastmod", namespaces=NS))
+        for s in root.findall("sm:sitemap", NS)
+    }
+
+
+def all_sitemap_entries(site: TestSite) -> dict[str, str]:
+    """Every ``{loc: lastmod}`` reached from the index; no URL is listed twice."""
+    entries: dict[str, str] = {}
+    for child in sitemap_index(site):
+        assert child.startswith(site.url)
+        part = urlset(site, "/" + child.removeprefix(site.url))
+        assert not entries.keys() & part.keys()
+        entries.update(part)
+    return entries
+
+
+def w3c_date(value: str) -> datetime:
+    moment = datetime.fromisoformat(value)
+    assert moment.tzinfo is not None, value
+    return moment
+
+
+def http_date(result_headers: dict[str, str]) -> datetime:
+    return parsedate_to_datetime(result_headers["Last-Modified"])
+
+
+def atom_entries(site: TestSite) -> list[dict[str, str]]:
+    """Atom entries with their links resolved against ``xml:base``, as a reader must."""
+    result = site.fetch("/feed.atom")
+    assert result.headers["Content-Type"].startswith("application/atom+xml")
+    root = xml_root(result.body)
+    base = root.get(XML_BASE)
+    assert base == site.url + "articles/"
+    out = []
+    for entry in root.findall("atom:entry", NS):
+        href = entry.find("atom:link", NS).get("href")
+        assert not urlsplit(href).scheme and not href.startswith("/"), href  # relative
+        out.append(
+            {
+                "url": urljoin(base, href),
+                "naive": urljoin(site.url + "feed.atom", href),
+                "title": str(entry.findtext("atom:title", namespaces=NS)),
+                "published": str(entry.findtext("atom:published", namespaces=NS)),
+                "updated": str(entry.findtext("atom:updated", namespaces=NS)),
+            }
+        )
+    return out
+
+
+def rss_items(site: TestSite) -> list[dict[str, str]]:
+    result = site.fetch("/feed.rss")
+    assert result.headers["Content-Type"].startswith("application/rss+xml")
+    root = xml_root(result.body)
+    assert root.tag == "rss" and root.get("version") == "2.0"
+    return [
+        {k: str(item.findtext(k)) for k in ("title", "link", "guid", "pubDate")}
+        for item in root.findall("channel/item")
+    ]
+
+
+def rdf_items(site: TestSite) -> list[dict[str, str]]:
+    result = site.fetch("/feed-rss1.rdf")
+    assert result.headers["Content-Type"].startswith("application/rdf+xml")
+    root = xml_root(result.body)
+    assert root.tag == qname("rdf", "RDF")
+    seq = [li.get(qname("rdf", "resource")) for li in root.iterfind(".//rdf:li", NS)]
+    items = [
+        {
+            "about": str(item.get(qname("rdf", "about"))),
+            "link": str(item.findtext("rss1:link", namespaces=NS)),
+            "title": str(item.findtext("rss1:title", namespaces=NS)),
+            "date": str(item.findtext("dc:date", namespaces=NS)),
+        }
+        for item in root.findall("rss1:item", NS)
+    ]
+    assert seq == [i["about"] for i in items] == [i["link"] for i in items]
+    return items
+
+
+def published_dates(site: TestSite, manifest: dict[str, Any]) -> dict[str, datetime]:
+    """Each article's publication date, from its page's JSON-LD (independent of the feeds)."""
+    dates = {}
+    for a in manifest["articles"]:
+        script = texts(site.fetch(a["path"]).body, '//script[@type="application/ld+json"]')[0]
+        dates[a["url"]] = datetime.fromisoformat(json.loads(script)["datePublished"])
+    return dates
+
+
+def walk_link_api(site: TestSite, per_page: int) -> tuple[list[str], list[dict[str, Any]]]:
+    """Follow ``Link: rel=next`` from the first page: the paths requested and all items."""
+    path: str | None = f"/api/articles?per_page={per_page}"
+    walked: list[str] = []
+    items: list[dict[str, Any]] = []
+    while path is not None:
+        walked.append(path)
+        result = site.fetch(path)
+        assert result.status == 200 and result.headers["Content-Type"] == "application/json"
+        body = json.loads(result.body)
+        assert len(body["items"]) <= per_page and body["per_page"] == per_page
+        items += body["items"]
+        link = result.headers.get("Link")
+        if link is None:
+            break
+        match = re.fullmatch(r'<([^>]+)>; rel="next"', link)
+        assert match is not None, link
+        assert match.group(1).startswith(site.url)
+        path = "/" + match.group(1).removeprefix(site.url)
+    return walked, items
+
+
+def walk_cursor_api(site: TestSite, per_page: int) -> tuple[list[str], list[dict[str, Any]]]:
+    first = f"/api/articles-cursor?per_page={per_page}"
+    path = first
+    walked: list[str] = []
+    items: list[dict[str, Any]] = []
+    while True:
+        walked.append(path)
+        result = site.fetch(path)
+        assert result.status == 200 and result.headers["Content-Type"] == "application/json"
+        body = json.loads(result.body)
+        assert set(body) == {"data", "next_cursor"}
+        items += body["data"]["items"]
+        cursor = body["next_cursor"]
+        if cursor is None:
+            return walked, items
+        assert isinstance(cursor, str) and cursor and re.fullmatch(r"[A-Za-z0-9_-]+", cursor)
+        path = f"{first}&cursor={cursor}"
+
+
+def test_sitemap_index_splits_into_gzipped_and_plain_children(chunked: TestSite) -> None:
+    site = chunked
+    manifest = site.manifest()
+    index = sitemap_index(site)
+    assert list(index) == [
+        site.url + "sitemaps/articles-1.xml.gz",
+        site.url + "sitemaps/articles-2.xml",
+        site.url + "sitemaps/articles-3.xml.gz",
+    ]
+    parts = [urlset(site, "/" + child.removeprefix(site.url)) for child in index]
+    assert [len(p) for p in parts] == [20, 20, 5]
+    # Every article exactly once, canonical URLs, in article order.
+    assert [u for p in parts for u in p] == [a["url"] for a in manifest["articles"]]
+    for (child, lastmod), part in zip(index.items(), parts, strict=True):
+        assert w3c_date(lastmod) == max(w3c_date(m) for m in part.values()), child
+    # Each entry's lastmod is the article's Last-Modified.
+    for a in manifest["articles"][:45:11]:
+        modified = http_date(site.fetch(a["path"]).headers)
+        assert w3c_date(parts[0].get(a["url"]) or parts[1].get(a["url"]) or parts[2][a["url"]]) == (
+            modified
+        )
+    # Every child is served both ways with the same entries.
+    assert urlset(site, "/sitemaps/articles-1.xml") == parts[0]
+    assert urlset(site, "/sitemaps/articles-2.xml.gz") == parts[1]
+    assert site.fetch("/sitemaps/articles-4.xml").status == 404
+    assert site.fetch("/sitemaps/articles-0.xml.gz").status == 404
+
+
+def test_raw_gzip_sitemap_has_no_gzip_header(site: TestSite, manifest: dict[str, Any]) -> None:
+    result = site.fetch("/sitemaps/raw-gzip.xml")
+    assert result.headers["Content-Type"] == "application/xml"
+    assert "Content-Encoding" not in result.headers
+    assert result.body.startswith(GZIP_MAGIC)
+    entries = urlset(site, "/sitemaps/raw-gzip.xml")
+    assert list(entries) == [a["url"] for a in manifest["articles"]]
+    assert entries == all_sitemap_entries(site)
+    head = site.fetch("/sitemaps/raw-gzip.xml", method="HEAD")
+    assert head.status == 200 and head.body == b""
+    assert head.headers["Content-Length"] == str(len(result.body))
+
+
+def test_feeds_list_the_newest_articles(chunked: TestSite) -> None:
+    site = chunked
+    manifest = site.manifest()
+    published = published_dates(site, manifest)
+    newest = sorted(published, key=lambda u: published[u], reverse=True)[:5]
+    titles = {a["url"]: a["title"] for a in manifest["articles"]}
+    rss = rss_items(site)
+    assert [i["link"] for i in rss] == [i["guid"] for i in rss] == newest
+    assert [i["title"] for i in rss] == [titles[u] for u in newest]
+    assert [parsedate_to_datetime(i["pubDate"]) for i in rss] == [published[u] for u in newest]
+    assert all(i["pubDate"].endswith(" GMT") for i in rss)  # RFC 822
+    atom = atom_entries(site)
+    assert [e["url"] for e in atom] == newest
+    assert all(e["naive"] != e["url"] for e in atom)  # ignoring xml:base finds nothing
+    assert [w3c_date(e["published"]) for e in atom] == [published[u] for u in newest]
+    for e in atom:
+        assert w3c_date(e["updated"]) == http_date(site.fetch(e["url"]).headers)
+    rdf = rdf_items(site)
+    assert [i["link"] for i in rdf] == newest
+    assert [w3c_date(i["date"]) for i in rdf] == [published[u] for u in newest]
+
+
+@pytest.mark.parametrize("per_page", [7, 10, 50, 1000])
+def test_api_pagination_reaches_every_article_once(
+    site: TestSite, manifest: dict[str, Any], per_page: int
+) -> None:
+    urls = [a["url"] for a in manifest["articles"]]
+    for walk in (walk_link_api, walk_cursor_api):
+        walked, items = walk(site, per_page)
+        assert [i["url"] for i in items] == urls, walk.__name__
+        assert len(walked) == -(-len(urls) // per_page)
+        assert [i["title"] for i in items] == [a["title"] for a in manifest["articles"]]
+    by_url = {a["url"]: a for a in site.manifest()["articles"]}  # versions of right now
+    for item in items[:5]:
+        assert w3c_date(item["updated"]) == parsedate_to_datetime(
+            by_url[item["url"]]["last_modified"]
+        )
+
+
+def test_api_cursor_is_opaque_and_bad_parameters_answer_400(site: TestSite) -> None:
+    body = json.loads(site.fetch("/api/articles-cursor?per_page=3").body)
+    cursor = body["next_cursor"]
+    assert "3" not in cursor and b"3" in base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+    again = json.loads(site.fetch(f"/api/articles-cursor?per_page=3&cursor={cursor}").body)
+    assert again["data"]["items"][0]["url"] == site.article_url(3)
+    for bad in (
+        "/api/articles?per_page=0",
+        "/api/articles?per_page=abc",
+        "/api/articles?per_page=1001",
+        "/api/articles?page=0",
+        "/api/articles-cursor?cursor=not-a-cursor",
+        "/api/articles-cursor?per_page=-1",
+    ):
+        result = site.fetch(bad)
+        assert result.status == 400, bad
+        assert "error" in json.loads(result.body)
+    past_the_end = site.fetch("/api/articles?page=99&per_page=10")
+    assert json.loads(past_the_end.body)["items"] == [] and "Link" not in past_the_end.headers
+
+
+def test_mutation_moves_only_that_articles_lastmod_and_atom_updated(chunked: TestSite) -> None:
+    site = chunked
+    newest = site.manifest()["discovery"]["feeds"][1]["pages"]
+    target = next(a for a in site.manifest()["articles"] if a["path"] == newest[2])
+    sitemap_before, atom_before, rss_before = (
+        all_sitemap_entries(site),
+        atom_entries(site),
+        rss_items(site),
+    )
+    index_before = sitemap_index(site)
+    api_before = walk_cursor_api(site, 10)[1]
+    site.mutate(target["i"], "text")
+    sitemap_after, atom_after, rss_after = (
+        all_sitemap_entries(site),
+        atom_entries(site),
+        rss_items(site),
+    )
+    modified = http_date(site.fetch(target["path"]).headers)
+    assert w3c_date(sitemap_after[target["url"]]) == modified
+    assert modified > w3c_date(sitemap_before[target["url"]])
+    assert {u for u in sitemap_after if sitemap_after[u] != sitemap_before[u]} == {target["url"]}
+    changed = [
+        (old["url"], key)
+        for old, new in zip(atom_before, atom_after, strict=True)
+        for key in old
+        if old[key] != new[key]
+    ]
+    assert changed == [(target["url"], "updated")]
+    assert w3c_date(atom_after[2]["updated"]) == modified
+    assert rss_after == rss_before  # pubDate does not move
+    api_after = walk_cursor_api(site, 10)[1]
+    assert [i for i in api_after if i not in api_before] == [
+        {"url": target["url"], "title": target["title"], "updated": sitemap_after[target["url"]]}
+    ]
+    # The index's lastmod moves only for the child holding the article, if it is now newest.
+    child = next(
+        c for c in index_before if target["url"] in urlset(site, "/" + c.removeprefix(site.url))
+    )
+    index_after = sitemap_index(site)
+    assert {c for c in index_after if index_after[c] != index_before[c]} <= {child}
+    assert w3c_date(index_after[child]) == max(
+        w3c_date(urlset(site, "/" + child.removeprefix(site.url))[u])
+        for u in urlset(site, "/" + child.removeprefix(site.url))
+    )
+
+
+@pytest.mark.parametrize("gone", [False, True])
+def test_deleted_article_leaves_the_discovery_endpoints(chunked: TestSite, gone: bool) -> None:
+    site = chunked
+    newest = site.manifest()["discovery"]["feeds"][0]["pages"]
+    articles = site.manifest()["articles"]
+    target = next(a for a in articles if a["path"] == newest[0])
+    site.delete(target["i"], gone=gone)
+    remaining = [a["url"] for a in articles if a["i"] != target["i"]]
+    assert list(all_sitemap_entries(site)) == remaining
+    assert list(urlset(site, "/sitemaps/raw-gzip.xml")) == remaining
+    assert [i["url"] for i in walk_link_api(site, 10)[1]] == remaining
+    assert [i["url"] for i in walk_cursor_api(site, 10)[1]] == remaining
+    feed = [i["link"] for i in rss_items(site)]
+    assert target["url"] not in feed and len(feed) == 5
+    assert feed[:4] == [site.url + p[1:] for p in newest[1:]]
+    assert target["path"] not in site.manifest()["discovery"]["sitemaps"][0]["pages"]
+    site.restore(target["i"])
+    assert list(all_sitemap_entries(site)) == [a["url"] for a in articles]
+    assert rss_items(site)[0]["link"] == target["url"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/sitemap.xml",
+        "/sitemaps/articles-1.xml.gz",
+        "/sitemaps/articles-1.xml",
+        "/sitemaps/raw-gzip.xml",
+        "/feed.rss",
+        "/feed.atom",
+        "/feed-rss1.rdf",
+        "/api/articles?per_page=10",
+        "/api/articles?page=2&per_page=10",
+        "/api/articles-cursor?per_page=10",
+    ],
+)
+def test_discovery_endpoints_answer_conditional_requests(site: TestSite, path: str) -> None:
+    first, second = site.fetch(path), site.fetch(path)
+    assert first.status == 200 and first.body == second.body
+    etag, modified = first.headers["ETag"], first.headers["Last-Modified"]
+    assert etag.startswith('"') and second.headers["ETag"] == etag
+    hit = site.fetch(path, {"If-None-Match": etag})
+    assert (hit.status, hit.body, hit.headers["ETag"]) == (304, b"", etag)
+    assert site.fetch(path, {"If-Modified-Since": modified}).status == 304
+    # Any change that alters the body changes the validators too.
+    site.mutate(0, "price")
+    after = site.fetch(path)
+    if after.body != first.body:
+        assert site.fetch(path, {"If-None-Match": etag}).status == 200
+        assert site.fetch(path, {"If-Modified-Since": modified}).status == 200
+        assert http_date(after.headers) > http_date(first.headers)
+    else:
+        assert site.fetch(path, {"If-None-Match": etag}).status == 304
+
+
+def test_sitemap_lastmod_is_never_after_last_modified(chunked: TestSite) -> None:
+    site = chunked
+    site.mutate(44, "append")
+    site.delete(20)
+    for child, lastmod in sitemap_index(site).items():
+        headers = site.fetch("/" + child.removeprefix(site.url)).headers
+        assert w3c_date(lastmod) <= http_date(headers)
+    assert max(w3c_date(m) for m in sitemap_index(site).values()) <= http_date(
+        site.fetch("/sitemap.xml").headers
+    )
+
+
+def test_manifest_discovery_agrees_with_the_endpoints(chunked: TestSite) -> None:
+    site = chunked
+    site.delete(3)
+    site.mutate(5, "price")
+    manifest = site.manifest()
+    discovery = manifest["discovery"]
+    live = [a["path"] for a in manifest["articles"] if a["status"] == 200]
+
+    def paths(urls: list[str]) -> list[str]:
+        assert all(u.startswith(site.url) for u in urls)
+        return ["/" + u.removeprefix(site.url) for u in urls]
+
+    assert discovery["robots_sitemaps"] == [site.url + "sitemap.xml"]
+    index, raw = discovery["sitemaps"]
+    assert (index["path"], index["kind"], index["url"]) == (
+        "/sitemap.xml",
+        "sitemapindex",
+        site.url + "sitemap.xml",
+    )
+    served_index = sitemap_index(site)
+    assert paths(list(served_index)) == [c["path"] for c in index["children"]]
+    for child in index["children"]:
+        entries = urlset(site, child["path"])
+        assert paths(list(entries)) == child["pages"]
+        assert served_index[child["url"]] == child["lastmod"]
+        assert child["gzip"] == child["path"].endswith(".gz")
+    assert index["pages"] == [p for c in index["children"] for p in c["pages"]] == live
+    assert raw["path"] == "/sitemaps/raw-gzip.xml" and raw["raw_gzip"] is True
+    assert paths(list(urlset(site, raw["path"]))) == raw["pages"] == live
+    feeds = {f["format"]: f for f in discovery["feeds"]}
+    assert [f["path"] for f in discovery["feeds"]] == ["/feed.rss", "/feed.atom", "/feed-rss1.rdf"]
+    assert paths([i["link"] for i in rss_items(site)]) == feeds["rss"]["pages"]
+    assert paths([e["url"] for e in atom_entries(site)]) == feeds["atom"]["pages"]
+    assert paths([i["link"] for i in rdf_items(site)]) == feeds["rdf"]["pages"]
+    assert len(feeds["rss"]["pages"]) == discovery["feed_items"] == 5
+    link_api, cursor_api = discovery["apis"]
+    per_page = discovery["per_page"]
+    assert link_api["path"] == f"/api/articles?per_page={per_page}"
+    assert cursor_api["path"] == f"/api/articles-cursor?per_page={per_page}"
+    walked, items = walk_link_api(site, per_page)
+    assert walked == link_api["walk"] and paths([i["url"] for i in items]) == link_api["pages"]
+    walked, items = walk_cursor_api(site, per_page)
+    assert walked == cursor_api["walk"] and paths([i["url"] for i in items]) == cursor_api["pages"]
+    assert len(cursor_api["cursors"]) == len(walked) - 1
+    assert link_api["pages"] == cursor_api["pages"] == live
+    for api in (link_api, cursor_api):
+        assert api["url"] == site.url + api["path"][1:] and api["url_field"] == "url"
+    assert (link_api["next_mode"], link_api["items_path"]) == ("link", "items")
+    assert (cursor_api["next_mode"], cursor_api["items_path"]) == ("cursor", "data.items")
+    assert (cursor_api["cursor_field"], cursor_api["cursor_param"]) == ("next_cursor", "cursor")
+
+
+def test_slow_knob_delays_matching_requests_until_reset(site: TestSite) -> None:
+    def timed(path: str) -> float:
+        started = time.monotonic()
+        assert site.fetch(path).status == 200
+        return time.monotonic() - started
+
+    assert site.slow("/api/articles-cursor", 0.4) == {"/api/articles-cursor": 0.4}
+    assert timed("/api/articles-cursor?per_page=5") >= 0.4
+    assert timed("/api/articles?per_page=5") < 0.3
+    assert timed("/sitemap.xml") < 0.3
+    assert timed("/__control/manifest") < 0.3  # the control API is never slowed
+    assert site.slow("/sitemap", 0.3) == {"/api/articles-cursor": 0.4, "/sitemap": 0.3}
+    assert timed("/sitemaps/raw-gzip.xml") >= 0.3
+    assert site.slow("/sitemap", 0) == {"/api/articles-cursor": 0.4}
+    assert timed("/sitemap.xml") < 0.3
+    site.reset()
+    assert timed("/api/articles-cursor?per_page=5") < 0.3
+    for bad in (
+        "path_prefix=api&seconds=1",
+        "path_prefix=/api/&seconds=x",
+        "path_prefix=/a&seconds=61",
+    ):
+        assert site.fetch(f"/__control/slow?{bad}", method="POST").status == 400, bad
