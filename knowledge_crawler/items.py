@@ -7,7 +7,11 @@ Pure module (dataclasses only). A response becomes one outcome item:
   order (extract, clean, canonicalize, fingerprint, dedupe) and the store
   pipeline loads the result;
 * :class:`NotModifiedItem`, a 304 for a stored page: stages 1-5 pass it by,
-  and the store pipeline turns it into a touch (times, validators, next check).
+  and the store pipeline turns it into a touch (times, validators, next check);
+* :class:`DiscoveryItem`, what one sitemap, feed or API page listed: stages 1-5
+  pass it by, and the store pipeline writes the pages to the frontier and then
+  the adapter's checkpoint, in that order, so the checkpoint never commits
+  ahead of the pages it moved past.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["NotModifiedItem", "PageItem"]
+__all__ = ["Discovered", "DiscoveryItem", "NotModifiedItem", "PageItem"]
 
 
 @dataclass(slots=True)
@@ -33,6 +37,8 @@ class PageItem:
     etag: str | None = None
     last_modified: str | None = None
     depth: int = 0
+    #: canonical URL of the URL requested (before redirects)
+    request_key: str | None = None
 
     # -- 1. extract -------------------------------------------------------------
     title: str | None = None
@@ -70,3 +76,27 @@ class NotModifiedItem:
     #: validators the 304 carried (None: not repeated, the stored ones stay)
     etag: str | None = None
     last_modified: str | None = None
+    request_key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Discovered:
+    """One page a discovery adapter listed."""
+
+    canonical_url: str
+    url: str
+    lastmod: str | None = None
+
+
+@dataclass(slots=True)
+class DiscoveryItem:
+    """What one discovery response (sitemap, feed, API page) listed, and the cursor after it."""
+
+    source_id: str
+    adapter: str  #: e.g. ``sitemap``, ``feed``, ``api``
+    discovered_at: str  #: ISO-8601 UTC, ``Z``
+    pages: list[Discovered] = field(default_factory=list)
+    #: the adapter's checkpoint after this response (None: no cursor to move)
+    checkpoint: str | None = None
+    #: the checkpoint's key (``api``, ``sitemap:URL``, ...); defaults to ``adapter``
+    checkpoint_key: str | None = None

@@ -5,14 +5,22 @@
 ``kc_key``     (str)  canonical URL of the requested URL (before any redirect).
 ``kc_start``   (bool) the request is for one of the source's start URLs.
 ``kc_conditional`` (bool) the request carries the stored page's validators.
+``kc_discovery`` (str) id of the source a discovery request (sitemap, feed, API page,
+                robots.txt for its Sitemap lines) works for; such a request has no
+                ``kc_source``: it is not a page.
+``kc_adapter``   (str)  the discovery adapter: ``sitemap``, ``feed`` or ``api``.
+``kc_checkpoint`` (str) the key of the adapter's checkpoint (``api``, ``sitemap:URL``).
 """
 
 from __future__ import annotations
 
-__all__ = ["CONDITIONAL", "DEPTH", "KEY", "SOURCE", "START"]
+__all__ = ["ADAPTER", "CHECKPOINT", "CONDITIONAL", "DEPTH", "DISCOVERY", "KEY", "SOURCE", "START"]
 
 SOURCE = "kc_source"
 DEPTH = "kc_depth"
 KEY = "kc_key"
 START = "kc_start"
 CONDITIONAL = "kc_conditional"
+DISCOVERY = "kc_discovery"
+ADAPTER = "kc_adapter"
+CHECKPOINT = "kc_checkpoint"

@@ -44,13 +44,14 @@ from scrapy.crawler import Crawler
 
 from knowledge_crawler.config import KcConfig
 from knowledge_crawler.errors import StoreError, TransientStoreError
-from knowledge_crawler.items import NotModifiedItem, PageItem
+from knowledge_crawler.items import DiscoveryItem, NotModifiedItem, PageItem
 from knowledge_crawler.pipelines._base import KcPipeline
 from knowledge_crawler.runtime import STORE_FAILED
 from knowledge_crawler.sources import Source
 from knowledge_crawler.store import (
     CheckpointAdvance,
     DuplicateUpdate,
+    FrontierAdd,
     Operation,
     PageRecord,
     Touch,
@@ -91,8 +92,28 @@ def to_record(item: PageItem, **schedule: Any) -> PageRecord:
         etag=item.etag,
         last_modified=item.last_modified,
         depth=item.depth,
+        requested_key=item.request_key if item.request_key != item.canonical_url else None,
         **schedule,
     )
+
+
+def discovery_operations(item: DiscoveryItem) -> list[Operation]:
+    """The pages a discovery response listed, then its checkpoint: never ahead of them."""
+    ops: list[Operation] = [
+        FrontierAdd(
+            item.source_id,
+            page.canonical_url,
+            page.url,
+            adapter=item.adapter,
+            discovered_at=item.discovered_at,
+            lastmod=page.lastmod,
+        )
+        for page in item.pages
+    ]
+    if item.checkpoint is not None:
+        key = item.checkpoint_key or item.adapter
+        ops.append(CheckpointAdvance(item.source_id, key, item.checkpoint))
+    return ops
 
 
 class StorePipeline(KcPipeline):
@@ -123,6 +144,8 @@ class StorePipeline(KcPipeline):
             ops += item.dedupe_updates
         elif isinstance(item, NotModifiedItem):
             ops = [self._touch(item)]
+        elif isinstance(item, DiscoveryItem):
+            ops = discovery_operations(item)
         else:
             return item
         if not self._ops:
@@ -164,6 +187,7 @@ class StorePipeline(KcPipeline):
             checked_at=item.checked_at,
             etag=item.etag,
             last_modified=item.last_modified,
+            requested_key=item.request_key if item.request_key != item.canonical_url else None,
             **self._schedule(item, changed=False),
         )
 
@@ -268,6 +292,7 @@ class StorePipeline(KcPipeline):
         self.inc("store/touched", len(result.touched))
         self.inc("store/untouched", len(result.untouched))
         self.inc("store/checkpoints", len(result.checkpoints))
+        self.inc("store/frontier_added", result.frontier_added)
         self.inc("store/quarantined", len(result.quarantined))
         self.inc("store/unlinked", len(result.unlinked))
         self.inc("store/dropped_updates", len(result.dropped_updates))
@@ -362,5 +387,6 @@ def operation_dict(op: Operation) -> dict[str, object]:
         }
     if isinstance(op, Touch):
         return {"touch": dataclasses.asdict(op)}
-    assert isinstance(op, CheckpointAdvance)
+    if isinstance(op, FrontierAdd):
+        return {"frontier": dataclasses.asdict(op)}
     return {"checkpoint": dataclasses.asdict(op)}

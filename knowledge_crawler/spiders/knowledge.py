@@ -14,6 +14,7 @@ response and follows in-scope links; the pipelines do everything else.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 from collections.abc import AsyncIterator, Iterator
@@ -35,6 +36,7 @@ from knowledge_crawler.errors import ConfigError
 from knowledge_crawler.items import NotModifiedItem, PageItem
 from knowledge_crawler.runtime import runtime_for
 from knowledge_crawler.sources import Source, resolve_seeds
+from knowledge_crawler.spiders._discovery import DiscoveryMixin
 from knowledge_crawler.store import utc_now
 from knowledge_crawler.transform.canonical import canonical_url, fetch_url
 from knowledge_crawler.transform.extract import decode_html
@@ -123,7 +125,7 @@ def _link_key(url: str, keep_params: frozenset[str], tracking_params: frozenset[
         return None
 
 
-class KnowledgeSpider(scrapy.Spider):
+class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
     name = "knowledge"
     allowed_domains: list[str] = []
 
@@ -187,6 +189,25 @@ class KnowledgeSpider(scrapy.Spider):
 
     async def start(self) -> AsyncIterator[Request]:
         runtime = runtime_for(self.crawler)
+        store = runtime.store
+        ids = sorted(self.sources)
+        checkpoints, frontier = await asyncio.to_thread(
+            lambda: ({sid: store.checkpoints(sid) for sid in ids}, store.frontier(ids))
+        )
+        # Before any request: every request for a stored page must carry its validators.
+        known = await runtime.load_known()
+        if self.mode == "crawl":
+            for source in self.sources.values():
+                for discovery in self.discovery_requests(source, checkpoints[source.id]):
+                    yield discovery
+        # Pages a discovery listed that a killed or failed crawl did not store: first.
+        for entry in frontier:
+            owner = self.sources.get(entry.source_id)
+            if owner is not None:
+                request = self.request_for(owner, entry.url, entry.depth)
+                if request is not None:
+                    self.crawler.stats.inc_value("kc/sync/frontier_resumed")
+                    yield request
         if self.mode == "crawl":
             for source in self.sources.values():
                 for url in source.start_urls:
@@ -198,7 +219,6 @@ class KnowledgeSpider(scrapy.Spider):
         # The known inventory: every stored page within the source's depth limit (crawl)
         # or the due ones (refresh), most overdue first, each at the depth it was found
         # at: a page that answers 304 is not parsed, so its links come from here.
-        known = await runtime.load_known()
         now = utc_now()
         due = 0
         for page in known.values():
@@ -271,6 +291,7 @@ class KnowledgeSpider(scrapy.Spider):
                 checked_at=utc_now(),
                 etag=_header(response, "ETag"),
                 last_modified=_header(response, "Last-Modified"),
+                request_key=response.meta.get(meta.KEY),
             )
             return
         if not source.in_scope(response.url):
@@ -306,6 +327,7 @@ class KnowledgeSpider(scrapy.Spider):
             etag=_header(response, "ETag"),
             last_modified=_header(response, "Last-Modified"),
             depth=depth,
+            request_key=response.meta.get(meta.KEY),
         )
         if (
             isinstance(response, TextResponse)

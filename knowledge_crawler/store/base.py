@@ -27,6 +27,7 @@ __all__ = [
     "CheckpointAdvance",
     "DedupeRow",
     "DuplicateUpdate",
+    "FrontierAdd",
     "KnownPage",
     "Operation",
     "PageRecord",
@@ -107,6 +108,29 @@ class PageRecord:
     check_interval: int | None = None
     #: link distance from the source's start URLs at which the page was found
     depth: int = 0
+    #: canonical URL of the URL requested, when a redirect made it another page's:
+    #: its frontier entry is settled with this record too
+    requested_key: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.source_id, self.canonical_url)
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierAdd:
+    """A page a discovery adapter listed, to be fetched; settled when its record is written.
+
+    Not added when the page was already checked since ``discovered_at``.
+    """
+
+    source_id: str
+    canonical_url: str
+    url: str
+    adapter: str
+    discovered_at: str
+    depth: int = 0
+    lastmod: str | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -129,6 +153,7 @@ class Touch:
     last_modified: str | None = None
     next_check_at: str | None = None
     check_interval: int | None = None
+    requested_key: str | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -185,7 +210,7 @@ class DuplicateUpdate:
 
 
 #: One operation of a batch; :meth:`Store.write` applies them in order, in one transaction.
-Operation = PageRecord | DuplicateUpdate | Touch | CheckpointAdvance
+Operation = PageRecord | DuplicateUpdate | Touch | FrontierAdd | CheckpointAdvance
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +253,8 @@ class UpsertResult:
     untouched: list[tuple[str, str]] = field(default_factory=list)
     #: checkpoints advanced, ``(source_id, adapter)``
     checkpoints: list[tuple[str, str]] = field(default_factory=list)
+    #: pages added to the frontier (discovered, not yet stored)
+    frontier_added: int = 0
 
     @property
     def loaded(self) -> int:
@@ -255,7 +282,9 @@ class Store(abc.ABC):
 
         Touches move only times, validators and the next check of a stored page
         (one for a page that is not stored is ignored and reported ``untouched``);
-        checkpoints replace the source's cursor for their adapter. Records upsert
+        frontier additions record discovered pages, and a record or touch settles
+        its page's entry (and its ``requested_key``'s); checkpoints replace the
+        source's cursor for their adapter. Records upsert
         on ``(source_id, canonical_url)``: ``first_seen_at`` is set once;
         content, minhash and ``last_changed_at`` move only when the hash moves,
         and then the previous content is appended to ``page_versions``. With
@@ -289,6 +318,10 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def checkpoints(self, source_id: str) -> dict[str, str]:
         """The source's discovery cursors, ``{adapter: cursor}``."""
+
+    @abc.abstractmethod
+    def frontier(self, source_ids: Sequence[str]) -> list[FrontierAdd]:
+        """Discovered pages of these sources not yet stored, oldest discovery first."""
 
     @abc.abstractmethod
     def history(self, canonical_url: str, *, source_id: str | None = None) -> list[dict[str, Any]]:

@@ -221,6 +221,24 @@ _SYNC: tuple[str, ...] = (
 )""",
 )
 
+# Discovered pages not yet stored: what a sitemap, feed or API page listed, written
+# in the same transaction as the checkpoint that moves past it, and removed in the
+# same transaction as the page's own record. A crawl killed in between finds them
+# here and requests them again: a checkpoint never runs ahead of stored data.
+_FRONTIER: tuple[str, ...] = (
+    """CREATE TABLE frontier (
+    source_id      TEXT NOT NULL,
+    canonical_url  TEXT NOT NULL,
+    url            TEXT NOT NULL,
+    depth          INTEGER NOT NULL DEFAULT 0,
+    adapter        TEXT NOT NULL,
+    lastmod        TEXT,
+    discovered_at  TEXT NOT NULL,
+    run_id         INTEGER REFERENCES crawl_runs(id) ON DELETE SET NULL,
+    PRIMARY KEY (source_id, canonical_url)
+)""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "0001_pages_runs_quarantine",
@@ -240,4 +258,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0002_runs_outcome_job_pid_host", _RUNS_OUTCOME),
     Migration("0003_page_meta_duplicate_check", _DUPLICATE_CHECK, rebuilds_table=True),
     Migration("0004_sync_depth_interval_checkpoints", _SYNC),
+    Migration("0005_frontier", _FRONTIER),
 )

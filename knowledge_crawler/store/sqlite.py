@@ -30,6 +30,7 @@ from knowledge_crawler.store.base import (
     CheckpointAdvance,
     DedupeRow,
     DuplicateUpdate,
+    FrontierAdd,
     KnownPage,
     Operation,
     PageRecord,
@@ -172,6 +173,18 @@ UPDATE page_meta SET
     check_interval  = COALESCE(:check_interval, check_interval)
 WHERE source_id = :source_id AND canonical_url = :canonical_url
 """
+
+# A discovered page, unless it was checked since it was discovered (then it is stored).
+_FRONTIER_ADD = """
+INSERT INTO frontier (source_id, canonical_url, url, depth, adapter, lastmod, discovered_at, run_id)
+SELECT :source_id, :canonical_url, :url, :depth, :adapter, :lastmod, :discovered_at, :run_id
+WHERE NOT EXISTS (SELECT 1 FROM page_meta
+                  WHERE source_id = :source_id AND canonical_url = :canonical_url
+                    AND last_checked_at >= :discovered_at)
+ON CONFLICT (source_id, canonical_url) DO NOTHING
+"""
+
+_FRONTIER_SETTLE = "DELETE FROM frontier WHERE source_id = ? AND canonical_url = ?"
 
 _ADVANCE = """
 INSERT INTO checkpoints (source_id, adapter, cursor, updated_at, run_id)
@@ -463,11 +476,16 @@ class SqliteStore(Store):
                     result.changed += one.changed
                     result.unchanged += one.unchanged
                 result.unlinked += self._unlinked(loaded)
+                self._settle(loaded)
             elif kind is DuplicateUpdate:
                 updates = cast("list[DuplicateUpdate]", ops)
                 self._apply_updates(updates, result, isolate=bad is not None)
             elif kind is Touch:
-                self._touch(cast("list[Touch]", ops), result)
+                touches = cast("list[Touch]", ops)
+                self._touch(touches, result)
+                self._settle(touches)
+            elif kind is FrontierAdd:
+                self._add_to_frontier(cast("list[FrontierAdd]", ops), result, run_id)
             elif kind is CheckpointAdvance:
                 self._advance(cast("list[CheckpointAdvance]", ops), result, run_id)
             else:  # pragma: no cover - the Operation union is closed
@@ -498,6 +516,31 @@ class SqliteStore(Store):
             result.changed += one.changed
             result.unchanged += one.unchanged
         return loaded
+
+    def _settle(self, done: Sequence[PageRecord | Touch]) -> None:
+        """Remove the frontier entries of pages now written (and of the URLs requested)."""
+        keys = {op.key for op in done}
+        keys |= {(op.source_id, op.requested_key) for op in done if op.requested_key}
+        self._conn.executemany(_FRONTIER_SETTLE, sorted(keys))
+
+    def _add_to_frontier(
+        self, adds: Sequence[FrontierAdd], result: UpsertResult, run_id: int | None
+    ) -> None:
+        for add in adds:
+            cur = self._conn.execute(
+                _FRONTIER_ADD,
+                {
+                    "source_id": add.source_id,
+                    "canonical_url": add.canonical_url,
+                    "url": add.url,
+                    "depth": add.depth,
+                    "adapter": add.adapter,
+                    "lastmod": add.lastmod,
+                    "discovered_at": add.discovered_at,
+                    "run_id": run_id,
+                },
+            )
+            result.frontier_added += max(cur.rowcount, 0)
 
     def _touch(self, touches: Sequence[Touch], result: UpsertResult) -> None:
         for touch in touches:
@@ -795,6 +838,18 @@ class SqliteStore(Store):
                 (source_id,),
             )
         return {r["adapter"]: r["cursor"] for r in rows}
+
+    def frontier(self, source_ids: Sequence[str]) -> list[FrontierAdd]:
+        if not source_ids:
+            return []
+        marks = ", ".join("?" for _ in source_ids)
+        with self._lock, self._guard("cannot read the frontier of"):
+            rows = self._conn.execute(
+                "SELECT source_id, canonical_url, url, adapter, discovered_at, depth, lastmod "
+                f"FROM frontier WHERE source_id IN ({marks}) ORDER BY discovered_at, rowid",
+                tuple(source_ids),
+            ).fetchall()
+        return [FrontierAdd(*row) for row in rows]
 
     def history(self, canonical_url: str, *, source_id: str | None = None) -> list[dict[str, Any]]:
         where = "canonical_url = ?" + (" AND source_id = ?" if source_id is not None else "")
