@@ -265,6 +265,9 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             # depth limit cuts the same pages on every run.
             priority=-depth,
             meta=request_meta,
+            # The seen set above is the de-duplication, per source: Scrapy's global
+            # dupefilter would drop a page that two sources share from the second one.
+            dont_filter=True,
         )
 
     # -- fetch results ----------------------------------------------------------

@@ -161,3 +161,22 @@ async def test_legacy_encodings_decode_whether_declared_or_not(site: TestSite, d
         row = stored[key(site, page["path"])]
         assert page["text"] in row["content"], (page["encoding"], row["content"][:200])
         assert row["title"] == page["title"]
+
+
+@coroutine_test
+async def test_two_sources_sharing_pages_each_store_them(
+    site: TestSite, db_url: str, tmp_path: Path
+) -> None:
+    seeds = tmp_path / "two.toml"
+    seeds.write_text(
+        "".join(
+            f'[[source]]\nid = "{sid}"\nstart_urls = ["{site.url}articles"]\n'
+            "follow_links = true\ndepth_limit = 1\n\n"
+            for sid in ("one", "two")
+        )
+    )
+    await run_crawl(db_url, seeds=str(seeds))
+    by_source: dict[str, set[str]] = {"one": set(), "two": set()}
+    for r in query(db_url, "SELECT source_id, canonical_url FROM pages"):
+        by_source[r["source_id"]].add(r["canonical_url"])
+    assert by_source["one"] and by_source["one"] == by_source["two"]
