@@ -34,7 +34,7 @@ from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
 from knowledge_crawler.errors import SeedsError
-from knowledge_crawler.transform.canonical import DEFAULT_TRACKING_PARAMS
+from knowledge_crawler.transform.canonical import DEFAULT_TRACKING_PARAMS, canonical_url
 
 __all__ = [
     "DEFAULT_TRACKING_PARAMS",
@@ -106,6 +106,19 @@ class Source:
     missing_window: timedelta = timedelta(days=1)
     near_duplicate_threshold: float = 0.85
     thin_words: int = 50
+
+    def key(self, url: str) -> str:
+        """The identity of ``url`` in this source: its canonical URL under the source's
+        ``keep_params`` and ``tracking_params``. Raises :class:`ValueError` for a URL
+        that has none (not http(s), no host).
+
+        >>> source = Source("x", ("https://example.com/",), ("example.com",))
+        >>> source.key("http://example.com/a/?utm_source=n")
+        'https://example.com/a'
+        """
+        return canonical_url(
+            url, keep_params=self.keep_params, tracking_params=self.tracking_params
+        )
 
     def in_scope(self, url: str) -> bool:
         """Whether ``url`` belongs to this source.

@@ -65,3 +65,20 @@ def query(db_url: str, sql: str, *params: Any) -> list[dict[str, Any]]:
         return [dict(r) for r in conn.execute(sql, params)]
     finally:
         conn.close()
+
+
+def site_key(site: Any, path: str) -> str:
+    """The canonical URL (identity) of a path of the test site."""
+    from knowledge_crawler.transform.canonical import canonical_url
+
+    return canonical_url(site.url.rstrip("/") + path)
+
+
+def pages_by_url(db_url: str) -> dict[str, dict[str, Any]]:
+    """Every stored page (the ``pages`` view), by canonical URL."""
+    return {r["canonical_url"]: r for r in query(db_url, "SELECT * FROM pages")}
+
+
+def last_run(db_url: str) -> dict[str, Any]:
+    """The newest ``crawl_runs`` row."""
+    return query(db_url, "SELECT * FROM crawl_runs ORDER BY id DESC LIMIT 1")[0]

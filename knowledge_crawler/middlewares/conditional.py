@@ -17,52 +17,31 @@ Counter: ``kc/fetch/conditional`` (requests sent with validators).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING
 
 from knowledge_crawler import meta
-from knowledge_crawler.runtime import Runtime, runtime_for
+from knowledge_crawler.middlewares._base import SourceMiddleware
 from knowledge_crawler.sync.policy import conditional_headers
-from knowledge_crawler.transform.canonical import canonical_url
 
 if TYPE_CHECKING:
     from scrapy import Request
-    from scrapy.crawler import Crawler
 
 __all__ = ["ConditionalMiddleware"]
 
 
-class ConditionalMiddleware:
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self._runtime: Runtime | None = None
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
-
+class ConditionalMiddleware(SourceMiddleware):
     def process_request(self, request: Request) -> None:
-        source_id = request.meta.get(meta.SOURCE)
-        if source_id is None:
-            return
-        if self._runtime is None:
-            self._runtime = runtime_for(self.crawler)
-        runtime = self._runtime
-        if not runtime.known:
+        _, source = self.source_of(request)
+        known_pages = self.runtime.known if source is not None else None
+        if not known_pages or source is None:
             return
         key = request.meta.get(meta.KEY)
         if key is None or request.meta.get("redirect_urls"):
-            source = runtime.sources.get(source_id)
-            if source is None:
-                return
             try:
-                key = canonical_url(
-                    request.url,
-                    keep_params=source.keep_params,
-                    tracking_params=source.tracking_params,
-                )
+                key = source.key(request.url)
             except ValueError:
                 return
-        known = runtime.known.get((source_id, key))
+        known = known_pages.get((source.id, key))
         if known is None:
             return
         headers = conditional_headers(known.etag, known.last_modified)
@@ -74,5 +53,4 @@ class ConditionalMiddleware:
         if 304 not in allowed:
             request.meta["handle_httpstatus_list"] = [*allowed, 304]
         request.meta[meta.CONDITIONAL] = True
-        assert self.crawler.stats is not None
-        self.crawler.stats.inc_value("kc/fetch/conditional")
+        self.inc("kc/fetch/conditional")

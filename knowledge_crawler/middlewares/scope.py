@@ -20,40 +20,25 @@ have: refused, as its scope is unknown). Requests without a source pass untouche
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING
 
 from scrapy.exceptions import IgnoreRequest
 
-from knowledge_crawler import meta
-from knowledge_crawler.runtime import Runtime, runtime_for
+from knowledge_crawler.middlewares._base import SourceMiddleware
 
 if TYPE_CHECKING:
     from scrapy import Request
-    from scrapy.crawler import Crawler
 
 __all__ = ["ScopeMiddleware"]
 
 logger = logging.getLogger(__name__)
 
 
-class ScopeMiddleware:
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        # Looked up on the first request with a source, not here: a spider that is
-        # not a knowledge spider never opens the store because of this middleware.
-        self._runtime: Runtime | None = None
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
-
+class ScopeMiddleware(SourceMiddleware):
     def process_request(self, request: Request) -> None:
-        source_id = request.meta.get(meta.SOURCE)
+        source_id, source = self.source_of(request)
         if source_id is None:
             return
-        if self._runtime is None:
-            self._runtime = runtime_for(self.crawler)
-        source = self._runtime.sources.get(source_id)
         if source is None:
             self._refuse(request, "kc/scope/unknown_source")
             raise IgnoreRequest(f"request of unknown source {source_id!r}")
@@ -70,8 +55,6 @@ class ScopeMiddleware:
         raise IgnoreRequest(f"outside the scope of source {source_id!r}")
 
     def _refuse(self, request: Request, detail: str | None) -> None:
-        stats = self.crawler.stats
-        assert stats is not None
-        stats.inc_value("kc/scope/refused")
+        self.inc("kc/scope/refused")
         if detail is not None:
-            stats.inc_value(detail)
+            self.inc(detail)

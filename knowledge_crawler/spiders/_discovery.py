@@ -43,7 +43,6 @@ from knowledge_crawler.discovery.sitemaps import parse_sitemap
 from knowledge_crawler.items import Discovered, DiscoveryItem
 from knowledge_crawler.runtime import runtime_for
 from knowledge_crawler.store import utc_now
-from knowledge_crawler.transform.canonical import canonical_url
 
 if TYPE_CHECKING:
     from knowledge_crawler.sources import Source
@@ -194,11 +193,7 @@ class DiscoveryMixin:
             if not source.in_scope(candidate.url):
                 continue
             try:
-                page_key = canonical_url(
-                    candidate.url,
-                    keep_params=source.keep_params,
-                    tracking_params=source.tracking_params,
-                )
+                page_key = source.key(candidate.url)
             except ValueError:
                 continue
             lastmod = candidate.lastmod

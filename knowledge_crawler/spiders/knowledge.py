@@ -285,11 +285,7 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             # RFC 9110 15.4.5: the stored content is still current. Nothing to parse.
             yield NotModifiedItem(
                 source_id=source.id,
-                canonical_url=canonical_url(
-                    response.url,
-                    keep_params=source.keep_params,
-                    tracking_params=source.tracking_params,
-                ),
+                canonical_url=source.key(response.url),
                 url=(response.meta.get("redirect_urls") or [response.url])[0],
                 checked_at=utc_now(),
                 etag=_header(response, "ETag"),
@@ -304,9 +300,7 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         if response.meta.get("redirect_urls"):
             # A redirect may land on a page that is also requested directly (under
             # another URL variant): the page is then that request's, not this one's.
-            key = canonical_url(
-                response.url, keep_params=source.keep_params, tracking_params=source.tracking_params
-            )
+            key = source.key(response.url)
             seen = self._seen[source.id]
             if key != response.meta.get(meta.KEY) and key in seen:
                 self.crawler.stats.inc_value("kc/discovery/redirect_to_known_page")

@@ -10,14 +10,12 @@ import pytest
 
 from knowledge_crawler.errors import ConfigError
 from knowledge_crawler.testsite import TestSite
-from knowledge_crawler.transform.canonical import canonical_url
-from tests.helpers import coroutine_test, query, run_crawl
+from tests.helpers import coroutine_test, query, run_crawl, site_key
 
 pytestmark = pytest.mark.crawl
 
 
-def key(site: TestSite, path: str) -> str:
-    return canonical_url(site.url.rstrip("/") + path)
+key = site_key
 
 
 def decisions(db_url: str) -> dict[str, tuple[Any, ...]]:

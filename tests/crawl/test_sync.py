@@ -4,29 +4,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from knowledge_crawler.cli.history import history
 from knowledge_crawler.testsite import TestSite
-from knowledge_crawler.transform.canonical import canonical_url
-from tests.helpers import coroutine_test, query, run_crawl
+from tests.helpers import coroutine_test, last_run, pages_by_url, query, run_crawl, site_key
 
 pytestmark = pytest.mark.crawl
 
 
-def key(site: TestSite, path: str) -> str:
-    return canonical_url(site.url.rstrip("/") + path)
+key = site_key
 
 
-def pages(db_url: str) -> dict[str, dict[str, Any]]:
-    return {r["canonical_url"]: r for r in query(db_url, "SELECT * FROM pages")}
-
-
-def last_run(db_url: str) -> dict[str, Any]:
-    return query(db_url, "SELECT * FROM crawl_runs ORDER BY id DESC LIMIT 1")[0]
+pages = pages_by_url
 
 
 @coroutine_test
