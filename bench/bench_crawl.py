@@ -30,18 +30,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sqlite3
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from _common import meter_name, run_crawl, site_pid, wait_warm  # noqa: E402
 
 P = "knowledge_crawler.pipelines."
 STAGES = [
@@ -51,19 +51,6 @@ STAGES = [
     P + "fingerprint.FingerprintPipeline",
     P + "dedupe.DedupePipeline",
 ]
-TIME_BIN = "/usr/bin/time"
-
-_WRAPPER = (
-    "import atexit, resource, sys\n"
-    "out = sys.argv[1]\n"
-    "def _report():\n"
-    "    r = resource.getrusage(resource.RUSAGE_SELF)\n"
-    "    with open(out, 'w') as fh:\n"
-    "        fh.write(f'{r.ru_maxrss} {r.ru_utime} {r.ru_stime}')\n"
-    "atexit.register(_report)\n"
-    "from scrapy.cmdline import execute\n"
-    "execute(['scrapy'] + sys.argv[2:])\n"
-)
 
 
 def _pipelines_arg(stages: list[str] | None) -> list[str]:
@@ -72,75 +59,21 @@ def _pipelines_arg(stages: list[str] | None) -> list[str]:
     return ["-s", "ITEM_PIPELINES=" + json.dumps({s: 100 * (i + 1) for i, s in enumerate(stages)})]
 
 
-def _cpu_seconds(pid: int) -> float:
-    """utime + stime of a process, from /proc (0.0 where there is none)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _wait_warm(pid: int, timeout: float = 300.0) -> float:
-    """Wait until the site's pre-rendering thread is done: CPU use below 5% for 1 s."""
-    t0 = time.monotonic()
-    last = _cpu_seconds(pid)
-    while time.monotonic() - t0 < timeout:
-        time.sleep(1.0)
-        now = _cpu_seconds(pid)
-        if now - last < 0.05:
-            break
-        last = now
-    return time.monotonic() - t0
-
-
-def _crawl(site_url: str, db: Path, stages: list[str] | None, site_pid: int) -> dict[str, Any]:
-    cmd = [
-        "crawl",
-        "knowledge",
-        "-a",
-        f"seeds={site_url}",
-        "-s",
-        "LOG_LEVEL=WARNING",
-        "-s",
-        "DOWNLOAD_DELAY=0",
-        "-s",
-        "AUTOTHROTTLE_ENABLED=False",
-        "-s",
-        "CONCURRENT_REQUESTS=16",
-        "-s",
-        "CONCURRENT_REQUESTS_PER_DOMAIN=16",
-        "-s",
-        f"KC_DATABASE_URL=sqlite:///{db}",
-        *_pipelines_arg(stages),
-    ]
-    with tempfile.NamedTemporaryFile("r", suffix=".rusage") as usage:
-        if os.access(TIME_BIN, os.X_OK):
-            argv = [TIME_BIN, "-q", "-f", "%M %U %S", "-o", usage.name, str(_scrapy()), *cmd]
-        else:
-            argv = [sys.executable, "-c", _WRAPPER, usage.name, *cmd]
-        site_cpu0 = _cpu_seconds(site_pid)
-        t0 = time.perf_counter()
-        proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
-        wall = time.perf_counter() - t0
-        site_cpu = _cpu_seconds(site_pid) - site_cpu0
-        if proc.returncode != 0:
-            sys.exit(f"bench_crawl: crawl failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-        rss_kib, utime, stime = usage.read().split()[:3]
+def _crawl(site_url: str, db: Path, stages: list[str] | None, pid: int) -> dict[str, Any]:
+    r = run_crawl(site_url, db, pid, _pipelines_arg(stages), prog="bench_crawl")
+    counters = r["counters"]
     conn = sqlite3.connect(db)
     try:
-        counters = json.loads(
-            conn.execute("SELECT counters FROM crawl_runs ORDER BY id DESC LIMIT 1").fetchone()[0]
-        )
         rows = conn.execute("SELECT COUNT(*) FROM pages").fetchone()[0]
         versions = conn.execute("SELECT COUNT(*) FROM page_versions").fetchone()[0]
     finally:
         conn.close()
+    stderr = r["stderr"].splitlines()
     return {
-        "wall": wall,
-        "cpu": float(utime) + float(stime),
-        "rss_kib": int(rss_kib),
-        "site_cpu": site_cpu,
+        "wall": r["wall"],
+        "cpu": r["cpu"],
+        "rss_kib": r["rss_kib"],
+        "site_cpu": r["site_cpu"],
         "responses": int(counters.get("downloader/response_count", 0)),
         "items": int(counters.get("item_scraped_count", 0)),
         "rows": rows,
@@ -149,14 +82,9 @@ def _crawl(site_url: str, db: Path, stages: list[str] | None, site_pid: int) -> 
         "changed": int(counters.get("responses_200_changed", 0)),
         "unchanged": int(counters.get("responses_200_unchanged", 0)),
         "extract_ok": int(counters.get("kc/extract/ok", 0)),
-        "warnings": sum("WARNING" in line for line in proc.stderr.splitlines()),
-        "errors": sum("ERROR" in line for line in proc.stderr.splitlines()),
+        "warnings": sum("WARNING" in line for line in stderr),
+        "errors": sum("ERROR" in line for line in stderr),
     }
-
-
-def _scrapy() -> Path:
-    exe = Path(sys.executable).with_name("scrapy")
-    return exe if exe.exists() else REPO / ".venv" / "bin" / "scrapy"
 
 
 def main() -> int:
@@ -183,8 +111,8 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="kc-bench-crawl-"))
     try:
         with TestSite(pages=n, warm=True) as site:
-            pid = getattr(getattr(site, "_proc", None), "pid", 0) or 0
-            warm_s = _wait_warm(pid) if pid else 0.0
+            pid = site_pid(site)
+            warm_s = wait_warm(pid) if pid else 0.0
             for rep in range(max(1, args.repeat)):
                 for k, (name, stages) in enumerate(scenarios):
                     second = name.startswith("full, 2nd")
@@ -198,7 +126,7 @@ def main() -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
-    meter = "/usr/bin/time -f %M" if os.access(TIME_BIN, os.X_OK) else "getrusage wrapper"
+    meter = meter_name()
     print(
         f"Crawl throughput: `scrapy crawl knowledge` on the loopback test site, {n} articles "
         f"(warmed in {warm_s:.0f} s), CONCURRENT_REQUESTS(_PER_DOMAIN)=16, no delay, "

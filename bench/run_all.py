@@ -4,13 +4,13 @@
 
 Runs, each as a subprocess with this interpreter from the repository root:
 bench_extract.py, bench_minhash.py (always ``--quick``; skipped with a note if the file
-is missing), bench_store.py, bench_dedupe_restore.py and bench_crawl.py. ``--quick``
-passes ``--quick`` to the store, restore and crawl benchmarks and ``--repeat 1`` to the
-extraction benchmark. Each script's markdown output is printed under a heading with the
-exact command and its duration; a script that fails is reported with its exit status and
-the tail of its stderr, and the others still run (exit status 1 at the end). ``--write``
-also rewrites docs/benchmarks.md with a header (how to reproduce, machine, versions,
-date) followed by the sections.
+is missing), bench_store.py, bench_dedupe_restore.py, bench_crawl.py and bench_sync.py.
+``--quick`` passes ``--quick`` to the store, restore, crawl and sync benchmarks and
+``--repeat 1`` to the extraction benchmark. Each script's markdown output is printed
+under a heading with the exact command and its duration; a script that fails is reported
+with its exit status and the tail of its stderr, and the others still run (exit status 1
+at the end). ``--write`` also rewrites docs/benchmarks.md with a header (how to
+reproduce, machine, versions, date) followed by the sections.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ BENCHMARKS: list[tuple[str, str, str, list[str], list[str]]] = [
     ("store", "SQLite store load speed", "bench_store.py", [], ["--quick"]),
     ("restore", "Dedupe state restore at spider start", "bench_dedupe_restore.py", [], ["--quick"]),
     ("crawl", "Whole-crawl throughput", "bench_crawl.py", [], ["--quick"]),
+    ("sync", "Incremental re-crawl (conditional GET)", "bench_sync.py", [], ["--quick"]),
 ]
 
 

@@ -1,0 +1,132 @@
+"""Helpers shared by the crawl benchmarks (bench_crawl.py, bench_sync.py).
+
+:func:`run_crawl` runs the real ``scrapy crawl knowledge -a seeds=URL`` command in a
+subprocess from the repository root and measures it: wall time, CPU time (user + system)
+and peak RSS of the crawl process (``/usr/bin/time -f`` when it exists, else a ``python -c``
+wrapper printing ``getrusage(RUSAGE_SELF)`` at exit), the test site's CPU time during the
+crawl (from ``/proc``), and the run's ``crawl_runs`` row with its Scrapy stats (``counters``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+TIME_BIN = "/usr/bin/time"
+
+#: the settings every benchmark crawl runs with (no politeness delay, 16 concurrent requests)
+FAST_SETTINGS = {
+    "LOG_LEVEL": "WARNING",
+    "DOWNLOAD_DELAY": "0",
+    "AUTOTHROTTLE_ENABLED": "False",
+    "CONCURRENT_REQUESTS": "16",
+    "CONCURRENT_REQUESTS_PER_DOMAIN": "16",
+}
+
+_WRAPPER = (
+    "import atexit, resource, sys\n"
+    "out = sys.argv[1]\n"
+    "def _report():\n"
+    "    r = resource.getrusage(resource.RUSAGE_SELF)\n"
+    "    with open(out, 'w') as fh:\n"
+    "        fh.write(f'{r.ru_maxrss} {r.ru_utime} {r.ru_stime}')\n"
+    "atexit.register(_report)\n"
+    "from scrapy.cmdline import execute\n"
+    "execute(['scrapy'] + sys.argv[2:])\n"
+)
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process, from /proc (0.0 where there is none)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_warm(pid: int, timeout: float = 300.0) -> float:
+    """Wait until the site's pre-rendering thread is done: CPU use below 5% for 1 s."""
+    t0 = time.monotonic()
+    last = cpu_seconds(pid)
+    while time.monotonic() - t0 < timeout:
+        time.sleep(1.0)
+        now = cpu_seconds(pid)
+        if now - last < 0.05:
+            break
+        last = now
+    return time.monotonic() - t0
+
+
+def site_pid(site: Any) -> int:
+    """The pid of a :class:`~knowledge_crawler.testsite.TestSite`'s server process (0: none)."""
+    return getattr(getattr(site, "_proc", None), "pid", 0) or 0
+
+
+def scrapy_exe() -> Path:
+    exe = Path(sys.executable).with_name("scrapy")
+    return exe if exe.exists() else REPO / ".venv" / "bin" / "scrapy"
+
+
+def meter_name() -> str:
+    """How :func:`run_crawl` measures CPU and peak RSS, for the report."""
+    return "/usr/bin/time -f %M" if os.access(TIME_BIN, os.X_OK) else "getrusage wrapper"
+
+
+def run_crawl(
+    site_url: str,
+    db: Path,
+    site_pid: int,
+    extra: list[str] | None = None,
+    *,
+    settings: dict[str, str] | None = None,
+    prog: str = "bench",
+) -> dict[str, Any]:
+    """One ``scrapy crawl knowledge -a seeds=site_url`` into ``db``, measured.
+
+    ``settings`` (default :data:`FAST_SETTINGS`) become ``-s NAME=VALUE`` in order, then
+    ``-s KC_DATABASE_URL=sqlite:///db``, then ``extra`` arguments. Exits the benchmark
+    (naming ``prog``) if the crawl fails. Returns ``wall``, ``cpu``, ``rss_kib``,
+    ``site_cpu``, ``run`` (the newest ``crawl_runs`` row as a dict), ``counters`` (its Scrapy
+    stats) and ``stderr``.
+    """
+    cmd = ["crawl", "knowledge", "-a", f"seeds={site_url}"]
+    for name, value in (FAST_SETTINGS if settings is None else settings).items():
+        cmd += ["-s", f"{name}={value}"]
+    cmd += ["-s", f"KC_DATABASE_URL=sqlite:///{db}", *(extra or [])]
+    with tempfile.NamedTemporaryFile("r", suffix=".rusage") as usage:
+        if os.access(TIME_BIN, os.X_OK):
+            argv = [TIME_BIN, "-q", "-f", "%M %U %S", "-o", usage.name, str(scrapy_exe()), *cmd]
+        else:
+            argv = [sys.executable, "-c", _WRAPPER, usage.name, *cmd]
+        site_cpu0 = cpu_seconds(site_pid)
+        t0 = time.perf_counter()
+        proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        site_cpu = cpu_seconds(site_pid) - site_cpu0
+        if proc.returncode != 0:
+            sys.exit(f"{prog}: crawl failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+        rss_kib, utime, stime = usage.read().split()[:3]
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    try:
+        run = dict(conn.execute("SELECT * FROM crawl_runs ORDER BY id DESC LIMIT 1").fetchone())
+    finally:
+        conn.close()
+    return {
+        "wall": wall,
+        "cpu": float(utime) + float(stime),
+        "rss_kib": int(rss_kib),
+        "site_cpu": site_cpu,
+        "run": run,
+        "counters": json.loads(run.get("counters") or "{}"),
+        "stderr": proc.stderr,
+    }
