@@ -229,6 +229,15 @@ WHERE m.source_id = ? AND m.canonical_url = ?
 """
 
 
+#: keys looked up per statement (two bound values each, well under SQLite's limit)
+_KEYS_PER_STATEMENT = 400
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
 def sqlite_path(url: str) -> str:
     """``sqlite:///rel/path.db`` -> ``rel/path.db``; ``sqlite:////abs.db`` -> ``/abs.db``."""
     prefix = "sqlite:///"
@@ -526,9 +535,12 @@ class SqliteStore(Store):
     def _add_to_frontier(
         self, adds: Sequence[FrontierAdd], result: UpsertResult, run_id: int | None
     ) -> None:
-        for add in adds:
-            cur = self._conn.execute(
-                _FRONTIER_ADD,
+        # One executemany, not a statement per row: the writer thread then takes the
+        # GIL once per batch rather than once per row while the crawl keeps it busy.
+        before = self._conn.total_changes
+        self._conn.executemany(
+            _FRONTIER_ADD,
+            [
                 {
                     "source_id": add.source_id,
                     "canonical_url": add.canonical_url,
@@ -538,14 +550,17 @@ class SqliteStore(Store):
                     "lastmod": add.lastmod,
                     "discovered_at": add.discovered_at,
                     "run_id": run_id,
-                },
-            )
-            result.frontier_added += max(cur.rowcount, 0)
+                }
+                for add in adds
+            ],
+        )
+        result.frontier_added += self._conn.total_changes - before
 
     def _touch(self, touches: Sequence[Touch], result: UpsertResult) -> None:
-        for touch in touches:
-            cur = self._conn.execute(
-                _TOUCH,
+        before = self._conn.total_changes
+        self._conn.executemany(
+            _TOUCH,
+            [
                 {
                     "source_id": touch.source_id,
                     "canonical_url": touch.canonical_url,
@@ -554,9 +569,16 @@ class SqliteStore(Store):
                     "last_modified": touch.last_modified,
                     "next_check_at": touch.next_check_at,
                     "check_interval": touch.check_interval,
-                },
-            )
-            (result.touched if cur.rowcount else result.untouched).append(touch.key)
+                }
+                for touch in touches
+            ],
+        )
+        if self._conn.total_changes - before == len(touches):
+            result.touched += [t.key for t in touches]
+            return
+        stored = self._priors([t.key for t in touches])  # rare: some are not stored
+        for touch in touches:
+            (result.touched if touch.key in stored else result.untouched).append(touch.key)
 
     def _advance(
         self, advances: Sequence[CheckpointAdvance], result: UpsertResult, run_id: int | None
@@ -698,10 +720,12 @@ class SqliteStore(Store):
             contents.clear()
             pending.clear()
 
+        priors = self._priors([rec.key for rec in records])
         for rec in records:
             if rec.key in pending:  # the same page twice in one batch: write the first one
                 write()
-            prior = conn.execute(_PRIOR, rec.key).fetchone()
+                priors[rec.key] = conn.execute(_PRIOR, rec.key).fetchone()
+            prior = priors.get(rec.key)
             params = _row_params(rec)
             if prior is None:
                 result.inserted.append(rec.key)
@@ -718,6 +742,21 @@ class SqliteStore(Store):
             pending.add(rec.key)
         write()
         return result
+
+    def _priors(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Any]:
+        """The stored state (``_PRIOR`` columns) of the pages of ``keys``, in few statements."""
+        priors: dict[tuple[str, str], Any] = {}
+        for chunk in _chunks(sorted(set(keys)), _KEYS_PER_STATEMENT):
+            marks = ", ".join("(?, ?)" for _ in chunk)
+            for row in self._conn.execute(
+                "SELECT m.source_id, m.canonical_url, m.id, m.content_hash, c.minhash_params, "
+                "c.page_id IS NOT NULL FROM page_meta m "
+                "LEFT JOIN page_content c ON c.page_id = m.id "
+                f"WHERE (m.source_id, m.canonical_url) IN (VALUES {marks})",
+                [part for key in chunk for part in key],
+            ):
+                priors[(row[0], row[1])] = row[2:]
+        return priors
 
     def _insert_quarantine(self, rec: PageRecord, error: str, run_id: int | None) -> None:
         """Record ``rec`` and its error in ``quarantine``, inside the caller's transaction."""
