@@ -14,8 +14,8 @@ it runs, from the repository root, in a subprocess each::
 Scenarios: ``no pipelines`` (baseline, ``ITEM_PIPELINES={}``: fetch, parse, link-following;
 the spider still opens the store and records the run), ``extract only`` and ``extract ..
 dedupe`` (per-stage cost; skipped with ``--no-stages``), ``full pipelines`` (settings.py) on
-a fresh DB, and ``full, 2nd crawl`` of the unchanged site into that same DB (every page
-unchanged). Each scenario is repeated K times (default 1; a repeat of the 2nd crawl reuses
+a fresh DB, and ``full, 2nd crawl`` of the unchanged site into that same DB (every stored page
+revalidated with its validators: 304s, see bench_sync.py). Each scenario is repeated K times (default 1; a repeat of the 2nd crawl reuses
 the DB of the same repeat's 1st crawl) and the fastest run is kept.
 
 Pages = responses downloaded (``downloader/response_count`` from ``crawl_runs.counters``).
@@ -81,6 +81,7 @@ def _crawl(site_url: str, db: Path, stages: list[str] | None, pid: int) -> dict[
         "new": int(counters.get("pages_new", 0)),
         "changed": int(counters.get("responses_200_changed", 0)),
         "unchanged": int(counters.get("responses_200_unchanged", 0)),
+        "not_modified": int(counters.get("responses_304", 0)),
         "extract_ok": int(counters.get("kc/extract/ok", 0)),
         "warnings": sum("WARNING" in line for line in stderr),
         "errors": sum("ERROR" in line for line in stderr),
@@ -136,7 +137,8 @@ def main() -> int:
     base_cpu_pp = base["cpu_best"] / max(1, base["responses"])
     print(
         "| scenario | wall s | pages | pages/s | vs baseline | crawler CPU s | CPU ms/page "
-        "| +ms/page vs baseline | site CPU s | peak RSS MiB | rows | new / changed / unchanged |"
+        "| +ms/page vs baseline | site CPU s | peak RSS MiB | rows "
+        "| new / changed / unchanged / 304 |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for name, r in best.items():
@@ -148,7 +150,7 @@ def main() -> int:
             f"| {pps / (base['responses'] / base['wall']):.2f}x | {r['cpu_best']:.1f} "
             f"| {1000 * cpu_pp:.2f} | {1000 * (cpu_pp - base_cpu_pp):+.2f} | {r['site_cpu']:.1f} "
             f"| {r['rss_kib'] / 1024:.0f} | {r['rows']} "
-            f"| {r['new']} / {r['changed']} / {r['unchanged']} |"
+            f"| {r['new']} / {r['changed']} / {r['unchanged']} / {r['not_modified']} |"
         )
     notes = [
         "pages = responses downloaded (incl. robots.txt, redirects, non-HTML); wall time "
