@@ -27,10 +27,12 @@ __all__ = [
     "CheckpointAdvance",
     "DedupeRow",
     "DuplicateUpdate",
+    "FetchFailure",
     "FrontierAdd",
     "KnownPage",
     "Operation",
     "PageRecord",
+    "StatusChange",
     "Store",
     "Touch",
     "UpsertResult",
@@ -68,6 +70,7 @@ STORE_COUNTERS: tuple[str, ...] = (
     "responses_200_changed",
     "responses_200_unchanged",
     "responses_304",
+    "tombstones_created",
     "quarantined",
 )
 
@@ -161,6 +164,55 @@ class Touch:
 
 
 @dataclass(frozen=True, slots=True)
+class FetchFailure:
+    """A fetch that failed, and the page's retry state after it (``fetch_attempts``).
+
+    The state is decided before it gets here (``sync.retry``); the store keeps it
+    apart from content and never touches ``pages`` for it. ``settled``: the page
+    will not be fetched again on its own (dead-lettered, held for review, or a
+    final answer), so its frontier entry is done.
+    """
+
+    source_id: str
+    canonical_url: str
+    url: str
+    failed_at: str
+    attempts: int
+    first_failed_at: str
+    last_error: str | None = None
+    last_status: int | None = None
+    next_retry_at: str | None = None
+    dead_lettered_at: str | None = None
+    needs_review: bool = False
+    depth: int = 0
+    settled: bool = False
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.source_id, self.canonical_url)
+
+
+@dataclass(frozen=True, slots=True)
+class StatusChange:
+    """A stored page's status moved (``suspected_missing``, ``tombstoned``, ``active``).
+
+    Its content stays; ``evidence`` is JSON text of the observations behind the
+    change (statuses and times), ``reason`` one line.
+    """
+
+    source_id: str
+    canonical_url: str
+    status: str
+    checked_at: str
+    reason: str | None = None
+    evidence: str = "[]"
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.source_id, self.canonical_url)
+
+
+@dataclass(frozen=True, slots=True)
 class CheckpointAdvance:
     """A source's discovery adapter moved its cursor (a next URL, a ``lastmod`` mark)."""
 
@@ -210,7 +262,15 @@ class DuplicateUpdate:
 
 
 #: One operation of a batch; :meth:`Store.write` applies them in order, in one transaction.
-Operation = PageRecord | DuplicateUpdate | Touch | FrontierAdd | CheckpointAdvance
+Operation = (
+    PageRecord
+    | DuplicateUpdate
+    | Touch
+    | FrontierAdd
+    | FetchFailure
+    | StatusChange
+    | CheckpointAdvance
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +315,12 @@ class UpsertResult:
     checkpoints: list[tuple[str, str]] = field(default_factory=list)
     #: pages added to the frontier (discovered, not yet stored)
     frontier_added: int = 0
+    #: failures recorded, and of those dead-lettered
+    failures: int = 0
+    dead_lettered: int = 0
+    #: status changes applied to stored pages, and of those tombstones made
+    status_changes: int = 0
+    tombstones: int = 0
 
     @property
     def loaded(self) -> int:
@@ -283,8 +349,10 @@ class Store(abc.ABC):
         Touches move only times, validators and the next check of a stored page
         (one for a page that is not stored is ignored and reported ``untouched``);
         frontier additions record discovered pages, and a record or touch settles
-        its page's entry (and its ``requested_key``'s); checkpoints replace the
-        source's cursor for their adapter. Records upsert
+        its page's entry (and its ``requested_key``'s) and clears its retry state;
+        a failure replaces the page's retry state (``fetch_attempts``), a status
+        change moves a stored page's status with its reason and evidence;
+        checkpoints replace the source's cursor for their adapter. Records upsert
         on ``(source_id, canonical_url)``: ``first_seen_at`` is set once;
         content, minhash and ``last_changed_at`` move only when the hash moves,
         and then the previous content is appended to ``page_versions``. With
@@ -318,6 +386,14 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def checkpoints(self, source_id: str) -> dict[str, str]:
         """The source's discovery cursors, ``{adapter: cursor}``."""
+
+    @abc.abstractmethod
+    def fetch_attempts(self, source_ids: Sequence[str]) -> list[FetchFailure]:
+        """The retry state of these sources' failed pages (dead letters included)."""
+
+    @abc.abstractmethod
+    def dead_letters(self, source_id: str | None = None) -> list[dict[str, Any]]:
+        """Pages whose retries are exhausted or that wait for review, oldest first."""
 
     @abc.abstractmethod
     def frontier(self, source_ids: Sequence[str]) -> list[FrontierAdd]:

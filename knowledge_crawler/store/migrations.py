@@ -239,6 +239,40 @@ _FRONTIER: tuple[str, ...] = (
 )""",
 )
 
+# Failures. Retry state lives apart from content: one row per page that failed
+# and has not been fetched since (attempts, last error and status, next retry,
+# dead-lettered or held for review). A page's own status moves through
+# active -> suspected_missing -> tombstoned with its reason and evidence (the
+# statuses and times that led there); the content is kept throughout.
+_FAILURES: tuple[str, ...] = (
+    """CREATE TABLE fetch_attempts (
+    source_id         TEXT NOT NULL,
+    canonical_url     TEXT NOT NULL,
+    url               TEXT NOT NULL,
+    depth             INTEGER NOT NULL DEFAULT 0,
+    attempts          INTEGER NOT NULL CHECK (attempts >= 1),
+    first_failed_at   TEXT NOT NULL,
+    last_failed_at    TEXT NOT NULL,
+    last_error        TEXT,
+    last_status       INTEGER,
+    next_retry_at     TEXT,
+    dead_lettered_at  TEXT,
+    needs_review      INTEGER NOT NULL DEFAULT 0 CHECK (needs_review IN (0, 1)),
+    run_id            INTEGER REFERENCES crawl_runs(id) ON DELETE SET NULL,
+    PRIMARY KEY (source_id, canonical_url)
+)""",
+    "CREATE INDEX idx_attempts_due ON fetch_attempts (next_retry_at)",
+    "ALTER TABLE page_meta ADD COLUMN status_reason TEXT",
+    "ALTER TABLE page_meta ADD COLUMN status_evidence TEXT NOT NULL DEFAULT '[]'",
+    "ALTER TABLE page_meta ADD COLUMN status_changed_at TEXT",
+    "DROP VIEW pages",
+    _PAGES_VIEW.replace(
+        "m.next_check_at\n",
+        "m.next_check_at, m.depth, m.check_interval, m.status_reason, m.status_evidence, "
+        "m.status_changed_at\n",
+    ),
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "0001_pages_runs_quarantine",
@@ -259,4 +293,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0003_page_meta_duplicate_check", _DUPLICATE_CHECK, rebuilds_table=True),
     Migration("0004_sync_depth_interval_checkpoints", _SYNC),
     Migration("0005_frontier", _FRONTIER),
+    Migration("0006_fetch_attempts_page_status", _FAILURES),
 )

@@ -30,10 +30,12 @@ from knowledge_crawler.store.base import (
     CheckpointAdvance,
     DedupeRow,
     DuplicateUpdate,
+    FetchFailure,
     FrontierAdd,
     KnownPage,
     Operation,
     PageRecord,
+    StatusChange,
     Store,
     Touch,
     UpsertResult,
@@ -144,7 +146,11 @@ ON CONFLICT (source_id, canonical_url) DO UPDATE SET
     http_status     = excluded.http_status,
     etag            = excluded.etag,
     last_modified   = excluded.last_modified,
+    status_changed_at = CASE WHEN page_meta.status = 'active' THEN page_meta.status_changed_at
+                             ELSE excluded.last_seen_at END,
     status          = 'active',
+    status_reason   = NULL,
+    status_evidence = '[]',
     last_seen_at    = excluded.last_seen_at,
     last_checked_at = excluded.last_checked_at,
     next_check_at   = excluded.next_check_at,
@@ -165,6 +171,10 @@ ON CONFLICT (page_id) DO UPDATE SET
 # check; never content, hash or last_changed_at.
 _TOUCH = """
 UPDATE page_meta SET
+    status_changed_at = CASE WHEN status = 'active' THEN status_changed_at ELSE :checked_at END,
+    status          = 'active',
+    status_reason   = NULL,
+    status_evidence = '[]',
     last_seen_at    = :checked_at,
     last_checked_at = :checked_at,
     etag            = COALESCE(:etag, etag),
@@ -185,6 +195,34 @@ ON CONFLICT (source_id, canonical_url) DO NOTHING
 """
 
 _FRONTIER_SETTLE = "DELETE FROM frontier WHERE source_id = ? AND canonical_url = ?"
+
+# A page fetched again (stored or 304) has no retry state left.
+_ATTEMPTS_CLEAR = "DELETE FROM fetch_attempts WHERE source_id = ? AND canonical_url = ?"
+
+_FAILURE = """
+INSERT INTO fetch_attempts (
+    source_id, canonical_url, url, depth, attempts, first_failed_at, last_failed_at,
+    last_error, last_status, next_retry_at, dead_lettered_at, needs_review, run_id
+) VALUES (
+    :source_id, :canonical_url, :url, :depth, :attempts, :first_failed_at, :failed_at,
+    :last_error, :last_status, :next_retry_at, :dead_lettered_at, :needs_review, :run_id
+)
+ON CONFLICT (source_id, canonical_url) DO UPDATE SET
+    url = excluded.url, depth = excluded.depth, attempts = excluded.attempts,
+    first_failed_at = excluded.first_failed_at, last_failed_at = excluded.last_failed_at,
+    last_error = excluded.last_error, last_status = excluded.last_status,
+    next_retry_at = excluded.next_retry_at, dead_lettered_at = excluded.dead_lettered_at,
+    needs_review = excluded.needs_review, run_id = excluded.run_id
+"""
+
+# A stored page's status moves; its content stays. Checked now, not seen.
+_STATUS = """
+UPDATE page_meta SET
+    status = :status, status_reason = :reason, status_evidence = :evidence,
+    status_changed_at = CASE WHEN status = :status THEN status_changed_at ELSE :checked_at END,
+    last_checked_at = :checked_at
+WHERE source_id = :source_id AND canonical_url = :canonical_url
+"""
 
 _ADVANCE = """
 INSERT INTO checkpoints (source_id, adapter, cursor, updated_at, run_id)
@@ -213,6 +251,7 @@ UPDATE crawl_runs SET
     responses_200_changed   = responses_200_changed + :changed,
     responses_200_unchanged = responses_200_unchanged + :unchanged,
     responses_304           = responses_304 + :touched,
+    tombstones_created      = tombstones_created + :tombstones,
     quarantined             = quarantined + :quarantined
 WHERE id = :run_id
 """
@@ -495,6 +534,10 @@ class SqliteStore(Store):
                 self._settle(touches)
             elif kind is FrontierAdd:
                 self._add_to_frontier(cast("list[FrontierAdd]", ops), result, run_id)
+            elif kind is FetchFailure:
+                self._fail(cast("list[FetchFailure]", ops), result, run_id)
+            elif kind is StatusChange:
+                self._change_status(cast("list[StatusChange]", ops), result)
             elif kind is CheckpointAdvance:
                 self._advance(cast("list[CheckpointAdvance]", ops), result, run_id)
             else:  # pragma: no cover - the Operation union is closed
@@ -527,10 +570,63 @@ class SqliteStore(Store):
         return loaded
 
     def _settle(self, done: Sequence[PageRecord | Touch]) -> None:
-        """Remove the frontier entries of pages now written (and of the URLs requested)."""
+        """Pages now written (and the URLs requested): no frontier entry, no retry state."""
         keys = {op.key for op in done}
         keys |= {(op.source_id, op.requested_key) for op in done if op.requested_key}
-        self._conn.executemany(_FRONTIER_SETTLE, sorted(keys))
+        ordered = sorted(keys)
+        self._conn.executemany(_FRONTIER_SETTLE, ordered)
+        self._conn.executemany(_ATTEMPTS_CLEAR, ordered)
+
+    def _fail(
+        self, failures: Sequence[FetchFailure], result: UpsertResult, run_id: int | None
+    ) -> None:
+        self._conn.executemany(
+            _FAILURE,
+            [
+                {
+                    "source_id": f.source_id,
+                    "canonical_url": f.canonical_url,
+                    "url": f.url,
+                    "depth": f.depth,
+                    "attempts": f.attempts,
+                    "first_failed_at": f.first_failed_at,
+                    "failed_at": f.failed_at,
+                    "last_error": f.last_error,
+                    "last_status": f.last_status,
+                    "next_retry_at": f.next_retry_at,
+                    "dead_lettered_at": f.dead_lettered_at,
+                    "needs_review": int(f.needs_review),
+                    "run_id": run_id,
+                }
+                for f in failures
+            ],
+        )
+        self._conn.executemany(_FRONTIER_SETTLE, [f.key for f in failures if f.settled])
+        result.failures += len(failures)
+        result.dead_lettered += sum(1 for f in failures if f.dead_lettered_at)
+
+    def _change_status(self, changes: Sequence[StatusChange], result: UpsertResult) -> None:
+        for change in changes:  # few: only pages whose status moves
+            before = self._conn.execute(
+                "SELECT status FROM page_meta WHERE source_id = ? AND canonical_url = ?",
+                change.key,
+            ).fetchone()
+            if before is None:
+                continue
+            self._conn.execute(
+                _STATUS,
+                {
+                    "source_id": change.source_id,
+                    "canonical_url": change.canonical_url,
+                    "status": change.status,
+                    "reason": change.reason,
+                    "evidence": change.evidence,
+                    "checked_at": change.checked_at,
+                },
+            )
+            result.status_changes += 1
+            if change.status == "tombstoned" and before[0] != "tombstoned":
+                result.tombstones += 1
 
     def _add_to_frontier(
         self, adds: Sequence[FrontierAdd], result: UpsertResult, run_id: int | None
@@ -682,6 +778,7 @@ class SqliteStore(Store):
                 "changed": len(result.changed),
                 "unchanged": len(result.unchanged),
                 "touched": len(result.touched),
+                "tombstones": result.tombstones,
                 "quarantined": len(result.quarantined),
                 "run_id": run_id,
             },
@@ -877,6 +974,54 @@ class SqliteStore(Store):
                 (source_id,),
             )
         return {r["adapter"]: r["cursor"] for r in rows}
+
+    def fetch_attempts(self, source_ids: Sequence[str]) -> list[FetchFailure]:
+        if not source_ids:
+            return []
+        marks = ", ".join("?" for _ in source_ids)
+        with self._lock, self._guard("cannot read the retry state of"):
+            rows = self._conn.execute(
+                "SELECT source_id, canonical_url, url, last_failed_at, attempts, first_failed_at, "
+                "last_error, last_status, next_retry_at, dead_lettered_at, needs_review, depth "
+                f"FROM fetch_attempts WHERE source_id IN ({marks}) "
+                "ORDER BY next_retry_at IS NULL, next_retry_at, rowid",
+                tuple(source_ids),
+            ).fetchall()
+        return [
+            FetchFailure(
+                source_id=row[0],
+                canonical_url=row[1],
+                url=row[2],
+                failed_at=row[3],
+                attempts=row[4],
+                first_failed_at=row[5],
+                last_error=row[6],
+                last_status=row[7],
+                next_retry_at=row[8],
+                dead_lettered_at=row[9],
+                needs_review=bool(row[10]),
+                depth=row[11],
+            )
+            for row in rows
+        ]
+
+    def dead_letters(self, source_id: str | None = None) -> list[dict[str, Any]]:
+        where = "(dead_lettered_at IS NOT NULL OR needs_review = 1)"
+        params: tuple[str, ...] = ()
+        if source_id is not None:
+            where += " AND source_id = ?"
+            params = (source_id,)
+        with self._guard("cannot read the dead letters of"):
+            return [
+                dict(r)
+                for r in self.query(
+                    "SELECT source_id, canonical_url, url, attempts, first_failed_at, "
+                    "last_failed_at, last_error, last_status, dead_lettered_at, needs_review "
+                    f"FROM fetch_attempts WHERE {where} "
+                    "ORDER BY COALESCE(dead_lettered_at, last_failed_at), rowid",
+                    params,
+                )
+            ]
 
     def frontier(self, source_ids: Sequence[str]) -> list[FrontierAdd]:
         if not source_ids:

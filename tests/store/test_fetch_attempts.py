@@ -1,0 +1,98 @@
+"""Failures and page status in the store: retry state apart from content, tombstones kept."""
+
+from __future__ import annotations
+
+from knowledge_crawler.store import FetchFailure, FrontierAdd, StatusChange, Store, Touch
+from tests.store.test_contract import T0, T1, rec, rows
+
+T2 = "2026-01-03T00:00:00.000000Z"
+KEY = ("s", "https://example.com/p1")
+
+
+def failure(n: int = 1, attempts: int = 1, **kw: object) -> FetchFailure:
+    return FetchFailure(
+        "s",
+        f"https://example.com/p{n}",
+        f"http://example.com/p{n}",
+        failed_at=T1,
+        attempts=attempts,
+        first_failed_at=T0,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_a_failure_is_kept_apart_from_content_and_cleared_by_a_fetch(store: Store) -> None:
+    store.write([rec(1)])
+    before = rows(store, "SELECT * FROM pages")[0]
+    result = store.write([failure(attempts=2, last_error="DownloadTimeoutError", next_retry_at=T2)])
+    assert result.failures == 1
+    [state] = store.fetch_attempts(["s"])
+    assert (state.attempts, state.last_error, state.next_retry_at) == (
+        2,
+        "DownloadTimeoutError",
+        T2,
+    )
+    assert rows(store, "SELECT * FROM pages")[0] == before  # content, times: untouched
+    store.write([Touch(*KEY, checked_at=T2)])
+    assert store.fetch_attempts(["s"]) == []
+
+
+def test_dead_letters_and_review_are_listed_and_settle_the_frontier(store: Store) -> None:
+    store.write(
+        [
+            FrontierAdd("s", "https://example.com/p1", "http://example.com/p1", "api", T0),
+            FrontierAdd("s", "https://example.com/p2", "http://example.com/p2", "api", T0),
+            FrontierAdd("s", "https://example.com/p3", "http://example.com/p3", "api", T0),
+        ]
+    )
+    result = store.write(
+        [
+            failure(
+                1,
+                attempts=6,
+                last_error="http_503",
+                last_status=503,
+                dead_lettered_at=T1,
+                settled=True,
+            ),
+            failure(2, last_status=403, last_error="http_403", needs_review=True, settled=True),
+            failure(3, last_status=503, next_retry_at=T2),
+        ]
+    )
+    assert result.dead_lettered == 1
+    letters = store.dead_letters()
+    assert [d["canonical_url"][-2:] for d in letters] == ["p1", "p2"]
+    assert letters[1]["needs_review"] == 1
+    # the two settled ones leave the frontier; the one that will be retried stays
+    assert [f.canonical_url[-2:] for f in store.frontier(["s"])] == ["p3"]
+    assert store.dead_letters("other") == []
+
+
+def test_status_moves_keep_content_and_a_fetch_restores_active(store: Store) -> None:
+    run = store.start_run(spider="knowledge", sources=["s"], mode="crawl", pid=1, host="h")
+    store.write([rec(1, text="kept words")], run_id=run)
+    store.write(
+        [StatusChange(*KEY, "suspected_missing", T1, "missing (404) once", '[{"status": 404}]')],
+        run_id=run,
+    )
+    row = rows(store, "SELECT * FROM pages")[0]
+    assert row["status"] == "suspected_missing" and row["content"] == "kept words"
+    assert row["status_reason"] == "missing (404) once" and row["status_changed_at"] == T1
+    result = store.write([StatusChange(*KEY, "tombstoned", T2, "gone (410)")], run_id=run)
+    assert result.tombstones == 1
+    row = rows(store, "SELECT * FROM pages")[0]
+    assert row["status"] == "tombstoned" and row["content"] == "kept words"
+    [counted] = rows(store, "SELECT tombstones_created FROM crawl_runs WHERE id = ?", run)
+    assert counted["tombstones_created"] == 1
+    # a tombstone again is no new tombstone; a status change of a page not stored is ignored
+    again = store.write(
+        [
+            StatusChange(*KEY, "tombstoned", T2, "gone"),
+            StatusChange("s", "https://x/none", "tombstoned", T2),
+        ]
+    )
+    assert again.tombstones == 0 and again.status_changes == 1
+    store.write([rec(1, text="kept words", at=T2)])
+    row = rows(store, "SELECT * FROM pages")[0]
+    assert row["status"] == "active" and row["status_reason"] is None
+    assert row["status_evidence"] == "[]"
