@@ -41,6 +41,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "knowledge_crawler.cli.history:history",
         "Every stored version of a page, newest first.",
     ),
+    "dead-letters": (
+        "knowledge_crawler.cli.dead_letters:dead_letters",
+        "Pages whose retries ran out, or that wait for review.",
+    ),
     "discover": (
         "knowledge_crawler.cli.discover:discover",
         "What a sitemap, feed or robots.txt yields (URLs, lastmod), no page fetched.",

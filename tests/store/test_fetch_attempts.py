@@ -96,3 +96,28 @@ def test_status_moves_keep_content_and_a_fetch_restores_active(store: Store) -> 
     row = rows(store, "SELECT * FROM pages")[0]
     assert row["status"] == "active" and row["status_reason"] is None
     assert row["status_evidence"] == "[]"
+
+
+def test_dead_letters_command(tmp_path: object) -> None:
+    import json
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from knowledge_crawler.cli.dead_letters import dead_letters
+    from knowledge_crawler.store import open_store
+
+    url = f"sqlite:///{Path(str(tmp_path)) / 'k.db'}"
+    with open_store(url) as store:
+        store.write(
+            [
+                failure(1, attempts=6, last_error="http_503", last_status=503, dead_lettered_at=T1),
+                failure(2, last_status=403, last_error="http_403", needs_review=True),
+                failure(3, next_retry_at=T2),
+            ]
+        )
+    human = CliRunner().invoke(dead_letters, ["--db", url])
+    assert human.exit_code == 0 and "2 pages" in human.output
+    assert "http_503" in human.output and "review" in human.output
+    data = json.loads(CliRunner().invoke(dead_letters, ["--db", url, "--json"]).output)
+    assert [d["canonical_url"][-2:] for d in data] == ["p1", "p2"]
