@@ -40,6 +40,14 @@ class KcConfig:
     store_retry_seconds: float = 60.0
     #: seconds between progress lines; 0 turns them off
     progress_seconds: float = 10.0
+    #: failed fetches: first backoff (s), fetches before a page is dead-lettered, longest
+    #: backoff (s); exponential with full jitter (knowledge_crawler.sync.retry)
+    retry_base_seconds: float = 5.0
+    retry_max_attempts: int = 6
+    retry_max_seconds: float = 900.0
+    #: a retry due within this many seconds waits in the crawl; a later one is left to
+    #: the next crawl (its time is stored in fetch_attempts)
+    retry_wait_seconds: float = 60.0
     #: MinHash permutations, hash seed and word-shingle size of near-duplicate signatures
     minhash_permutations: int = 128
     minhash_seed: int = 1
@@ -66,6 +74,10 @@ class KcConfig:
         for name in ("store_batch_size", "store_flush_seconds", "minhash_permutations"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{setting_name(name)} must be > 0, got {getattr(self, name)}")
+        if self.retry_max_attempts < 1 or self.retry_base_seconds <= 0:
+            raise ConfigError("KC_RETRY_MAX_ATTEMPTS must be >= 1 and KC_RETRY_BASE_SECONDS > 0")
+        if self.retry_max_seconds < self.retry_base_seconds:
+            raise ConfigError("KC_RETRY_MAX_SECONDS must be >= KC_RETRY_BASE_SECONDS")
         for name in ("store_busy_timeout", "store_retry_seconds", "progress_seconds"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{setting_name(name)} must be >= 0, got {getattr(self, name)}")

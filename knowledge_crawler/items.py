@@ -8,6 +8,10 @@ Pure module (dataclasses only). A response becomes one outcome item:
   pipeline loads the result;
 * :class:`NotModifiedItem`, a 304 for a stored page: stages 1-5 pass it by,
   and the store pipeline turns it into a touch (times, validators, next check);
+* :class:`FailureItem`, a fetch that failed for good in this crawl (or was
+  denied, missing or gone), with the retry decision already taken: stages 1-5
+  pass it by, and the store pipeline keeps the retry state apart from content
+  and moves a stored page's status (suspected missing, tombstoned);
 * :class:`DiscoveryItem`, what one sitemap, feed or API page listed: stages 1-5
   pass it by, and the store pipeline writes the pages to the frontier and then
   the adapter's checkpoint, in that order, so the checkpoint never commits
@@ -19,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Discovered", "DiscoveryItem", "NotModifiedItem", "PageItem"]
+__all__ = ["Discovered", "DiscoveryItem", "FailureItem", "NotModifiedItem", "PageItem"]
 
 
 @dataclass(slots=True)
@@ -100,3 +104,20 @@ class DiscoveryItem:
     checkpoint: str | None = None
     #: the checkpoint's key (``api``, ``sitemap:URL``, ...); defaults to ``adapter``
     checkpoint_key: str | None = None
+
+
+@dataclass(slots=True)
+class FailureItem:
+    """A fetch that failed, and what the retry policy made of it."""
+
+    source_id: str
+    canonical_url: str  #: the page's identity (of the URL that answered, or was requested)
+    url: str  #: the URL that was requested
+    depth: int
+    failed_at: str  #: ISO-8601 UTC, ``Z``
+    status: int | None  #: the HTTP status, None without a response
+    error: str  #: ``http_NNN`` or the exception's class name
+    #: ``sync.retry.Action`` value: retry, dead_letter, review, missing, gone
+    action: str
+    #: the retry state to keep (``sync.retry.AttemptState``), None: none to keep
+    state: Any = None

@@ -10,11 +10,23 @@
                 ``kc_source``: it is not a page.
 ``kc_adapter``   (str)  the discovery adapter: ``sitemap``, ``feed`` or ``api``.
 ``kc_checkpoint`` (str) the key of the adapter's checkpoint (``api``, ``sitemap:URL``).
+``kc_retry``     (``sync.retry.AttemptDecision``) what the retry middleware made of the
+                request's last failure; read by the spider's errback.
 """
 
 from __future__ import annotations
 
-__all__ = ["ADAPTER", "CHECKPOINT", "CONDITIONAL", "DEPTH", "DISCOVERY", "KEY", "SOURCE", "START"]
+__all__ = [
+    "ADAPTER",
+    "CHECKPOINT",
+    "CONDITIONAL",
+    "DEPTH",
+    "DISCOVERY",
+    "KEY",
+    "RETRY",
+    "SOURCE",
+    "START",
+]
 
 SOURCE = "kc_source"
 DEPTH = "kc_depth"
@@ -24,3 +36,4 @@ CONDITIONAL = "kc_conditional"
 DISCOVERY = "kc_discovery"
 ADAPTER = "kc_adapter"
 CHECKPOINT = "kc_checkpoint"
+RETRY = "kc_retry"

@@ -33,7 +33,8 @@ from scrapy.settings import BaseSettings
 from knowledge_crawler.config import KcConfig
 from knowledge_crawler.errors import ConfigError, StoreError, TransientStoreError
 from knowledge_crawler.sources import Source
-from knowledge_crawler.store import HEAD_COUNTERS, KnownPage, Store, open_store
+from knowledge_crawler.store import HEAD_COUNTERS, FetchFailure, KnownPage, Store, open_store
+from knowledge_crawler.sync.retry import AttemptState
 from knowledge_crawler.transform.minhash import MinHashParams
 
 __all__ = [
@@ -75,7 +76,7 @@ _COUNTER_SOURCES: dict[str, tuple[str, ...]] = {
     # page responses as the spider saw them: robots.txt answers are not pages
     "responses_404": ("kc/fetch/status/404",),
     "responses_429": ("kc/fetch/status/429",),
-    "retries_scheduled": ("retry/count",),
+    "retries_scheduled": ("kc/retry/scheduled", "kc/retry/deferred"),
     "parse_failures": ("kc/extract/failed",),
     "upserts_completed": ("kc/store/upserted",),
     "duplicates_found": ("kc/dedupe/exact", "kc/dedupe/near"),
@@ -208,6 +209,11 @@ class Runtime:
         #: the stored pages of this crawl's sources (validators, hash, interval), by key;
         #: loaded once, off the reactor thread, by :meth:`load_known`
         self.known: dict[tuple[str, str], KnownPage] = {}
+        #: the retry state of the sources' failed pages, by key (loaded with ``known``;
+        #: the retry middleware keeps it current during the crawl)
+        self.attempts: dict[tuple[str, str], AttemptState] = {}
+        #: their rows as stored (URL, depth, dead letters...), for the spider's due retries
+        self.failed: list[FetchFailure] = []
         self._known_loaded: asyncio.Future[None] | None = None
         self._minhash = minhash_params_from(crawler.settings)
         self._params_by_threshold: dict[float, MinHashParams] = {}
@@ -224,12 +230,27 @@ class Runtime:
         if self._known_loaded is None:
             self._known_loaded = asyncio.get_running_loop().create_future()
             ids = sorted(self.sources)
+            store = self.store
             try:
-                pages = await asyncio.to_thread(lambda: list(self.store.known_pages(ids)))
+                pages, failed = await asyncio.to_thread(
+                    lambda: (list(store.known_pages(ids)), store.fetch_attempts(ids))
+                )
             except BaseException as exc:
                 self._known_loaded.set_exception(exc)
                 raise
             self.known = {page.key: page for page in pages}
+            self.failed = failed
+            self.attempts = {
+                f.key: AttemptState(
+                    attempts=f.attempts,
+                    first_failed_at=f.first_failed_at,
+                    last_error=f.last_error,
+                    last_status=f.last_status,
+                    next_retry_at=f.next_retry_at,
+                    dead_lettered_at=f.dead_lettered_at,
+                )
+                for f in failed
+            }
             assert self.crawler.stats is not None
             self.crawler.stats.set_value("kc/sync/known_pages", len(self.known))
             self._known_loaded.set_result(None)

@@ -27,6 +27,10 @@ KC_STORE_FLUSH_SECONDS = _DEFAULTS.store_flush_seconds
 KC_STORE_BUSY_TIMEOUT = _DEFAULTS.store_busy_timeout
 KC_STORE_RETRY_SECONDS = _DEFAULTS.store_retry_seconds
 KC_PROGRESS_SECONDS = _DEFAULTS.progress_seconds
+KC_RETRY_BASE_SECONDS = _DEFAULTS.retry_base_seconds
+KC_RETRY_MAX_ATTEMPTS = _DEFAULTS.retry_max_attempts
+KC_RETRY_MAX_SECONDS = _DEFAULTS.retry_max_seconds
+KC_RETRY_WAIT_SECONDS = _DEFAULTS.retry_wait_seconds
 KC_MINHASH_PERMUTATIONS = _DEFAULTS.minhash_permutations
 KC_MINHASH_SEED = _DEFAULTS.minhash_seed
 KC_SHINGLE_SIZE = _DEFAULTS.shingle_size
@@ -81,4 +85,9 @@ DOWNLOADER_MIDDLEWARES = {
     "knowledge_crawler.middlewares.scope.ScopeMiddleware": 60,
     # The stored ETag / Last-Modified of a known page as If-None-Match / If-Modified-Since
     "knowledge_crawler.middlewares.conditional.ConditionalMiddleware": 590,
+    # Retries with exponential backoff and full jitter, Retry-After honoured and a
+    # 429'd host slowed down, state kept across runs; in place of Scrapy's, which
+    # retries at once and ignores Retry-After.
+    "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
+    "knowledge_crawler.middlewares.retry.RetryMiddleware": 550,
 }

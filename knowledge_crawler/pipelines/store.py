@@ -45,20 +45,23 @@ from scrapy.crawler import Crawler
 
 from knowledge_crawler.config import KcConfig
 from knowledge_crawler.errors import StoreError, TransientStoreError
-from knowledge_crawler.items import DiscoveryItem, NotModifiedItem, PageItem
+from knowledge_crawler.items import DiscoveryItem, FailureItem, NotModifiedItem, PageItem
 from knowledge_crawler.pipelines._base import KcPipeline
 from knowledge_crawler.runtime import STORE_FAILED
 from knowledge_crawler.sources import Source
 from knowledge_crawler.store import (
     CheckpointAdvance,
     DuplicateUpdate,
+    FetchFailure,
     FrontierAdd,
     Operation,
     PageRecord,
+    StatusChange,
     Touch,
     UpsertResult,
     record_dict,
 )
+from knowledge_crawler.sync.deletion import PageStatus, evidence_to_json, on_response
 from knowledge_crawler.sync.policy import revisit
 
 logger = logging.getLogger(__name__)
@@ -156,6 +159,8 @@ class StorePipeline(KcPipeline):
             ops = [self._touch(item)]
         elif isinstance(item, DiscoveryItem):
             ops = discovery_operations(item)
+        elif isinstance(item, FailureItem):
+            ops = self._failure(item)
         else:
             return item
         if not self._ops:
@@ -189,6 +194,70 @@ class StorePipeline(KcPipeline):
             max_interval=source.max_interval,
         )
         return {"next_check_at": plan.next_check_at, "check_interval": plan.interval}
+
+    def _failure(self, item: FailureItem) -> list[Operation]:
+        """The retry state the middleware decided, and for a stored page its new status."""
+        ops: list[Operation] = []
+        state = item.state
+        final = item.action in ("dead_letter", "review", "missing", "gone")
+        if state is not None:
+            ops.append(
+                FetchFailure(
+                    item.source_id,
+                    item.canonical_url,
+                    item.url,
+                    failed_at=item.failed_at,
+                    attempts=state.attempts,
+                    first_failed_at=state.first_failed_at,
+                    last_error=state.last_error,
+                    last_status=state.last_status,
+                    next_retry_at=state.next_retry_at,
+                    dead_lettered_at=state.dead_lettered_at,
+                    needs_review=item.action == "review",
+                    depth=item.depth,
+                    settled=final,
+                )
+            )
+        known = self.runtime.known.get((item.source_id, item.canonical_url))
+        source = self.runtime.sources.get(item.source_id)
+        if item.action in ("missing", "gone") and known is not None and source is not None:
+            current = PageStatus.restore(known.status, known.status_evidence, known.status_reason)
+            move = on_response(
+                current,
+                item.status,
+                datetime.now(UTC),
+                missing_after=source.missing_after,
+                missing_window=source.missing_window,
+            )
+            ops.append(
+                StatusChange(
+                    item.source_id,
+                    item.canonical_url,
+                    move.new_status,
+                    item.failed_at,
+                    move.reason,
+                    evidence_to_json(move.evidence),
+                )
+            )
+            self.inc(f"deletion/{move.new_status}")
+        elif item.action in ("missing", "gone") and state is None:
+            # A page never stored answered 404/410: nothing to keep, nothing to retry.
+            ops.append(
+                FetchFailure(
+                    item.source_id,
+                    item.canonical_url,
+                    item.url,
+                    failed_at=item.failed_at,
+                    attempts=1,
+                    first_failed_at=item.failed_at,
+                    last_error=item.error,
+                    last_status=item.status,
+                    dead_lettered_at=item.failed_at,
+                    depth=item.depth,
+                    settled=True,
+                )
+            )
+        return ops
 
     def _touch(self, item: NotModifiedItem) -> Touch:
         return Touch(
@@ -303,6 +372,10 @@ class StorePipeline(KcPipeline):
         self.inc("store/untouched", len(result.untouched))
         self.inc("store/checkpoints", len(result.checkpoints))
         self.inc("store/frontier_added", result.frontier_added)
+        self.inc("store/failures", result.failures)
+        self.inc("store/dead_lettered", result.dead_lettered)
+        self.inc("store/status_changes", result.status_changes)
+        self.inc("tombstones/created", result.tombstones)
         self.inc("store/quarantined", len(result.quarantined))
         self.inc("store/unlinked", len(result.unlinked))
         self.inc("store/dropped_updates", len(result.dropped_updates))
@@ -400,4 +473,8 @@ def operation_dict(op: Operation) -> dict[str, object]:
         return {"touch": dataclasses.asdict(op)}
     if isinstance(op, FrontierAdd):
         return {"frontier": dataclasses.asdict(op)}
+    if isinstance(op, FetchFailure):
+        return {"failure": dataclasses.asdict(op)}
+    if isinstance(op, StatusChange):
+        return {"status": dataclasses.asdict(op)}
     return {"checkpoint": dataclasses.asdict(op)}

@@ -33,7 +33,7 @@ from twisted.python.failure import Failure
 
 from knowledge_crawler import __version__, meta
 from knowledge_crawler.errors import ConfigError
-from knowledge_crawler.items import NotModifiedItem, PageItem
+from knowledge_crawler.items import FailureItem, NotModifiedItem, PageItem
 from knowledge_crawler.runtime import runtime_for
 from knowledge_crawler.sources import Source, resolve_seeds
 from knowledge_crawler.spiders._discovery import DiscoveryMixin
@@ -216,6 +216,19 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
                         request.meta[meta.START] = True
                         self.crawler.stats.inc_value("kc/start/requested")
                         yield request
+        # Failed pages whose retry is due (a later crawl picks up what an earlier one left);
+        # dead letters and pages held for review wait for a person.
+        now = utc_now()
+        for failed in runtime.failed:
+            owner = self.sources.get(failed.source_id)
+            if owner is None or failed.dead_lettered_at or failed.needs_review:
+                continue
+            if failed.next_retry_at and failed.next_retry_at > now:
+                continue
+            request = self.request_for(owner, failed.url, failed.depth)
+            if request is not None:
+                self.crawler.stats.inc_value("kc/retry/due_from_store")
+                yield request
         # The known inventory: every stored page within the source's depth limit (crawl)
         # or the due ones (refresh), most overdue first, each at the depth it was found
         # at: a page that answers 304 is not parsed, so its links come from here.
@@ -338,23 +351,44 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
                 if request is not None:
                     yield request
 
-    def on_error(self, failure: Failure) -> None:
-        """Count a failed fetch by kind (``kc/fetch/error/<kind>``); robots and scope refusals
-        are expected and counted apart (``kc/fetch/ignored``)."""
+    def on_error(self, failure: Failure) -> Iterator[FailureItem]:
+        """Count a failed fetch by kind (``kc/fetch/error/<kind>``) and yield what the retry
+        middleware decided about it; robots and scope refusals are expected and counted
+        apart (``kc/fetch/ignored``)."""
         error = failure.value
         stats = self.crawler.stats
         request = getattr(failure, "request", None)
         url = getattr(request, "url", "?")
-        if isinstance(error, HttpError):
-            response: Response = error.response
-            stats.inc_value(f"kc/fetch/status/{response.status}")
-            stats.inc_value(f"kc/fetch/error/{fetch_error_kind(error)}")
-            logger.debug("HTTP %s for %s", response.status, response.url)
-            return
-        if isinstance(error, IgnoreRequest):  # robots.txt, offsite, size limits: expected
-            stats.inc_value("kc/fetch/ignored")
+        if isinstance(error, IgnoreRequest) and not isinstance(error, HttpError):
+            stats.inc_value("kc/fetch/ignored")  # robots.txt, offsite, scope, size limits
             logger.debug("ignored %s: %s", url, error)
             return
+        status: int | None = None
+        answered = url
+        if isinstance(error, HttpError):
+            response: Response = error.response
+            status, answered = response.status, response.url
+            stats.inc_value(f"kc/fetch/status/{status}")
+            logger.debug("HTTP %s for %s", status, answered)
         kind = fetch_error_kind(error) if error is not None else "unknown"
         stats.inc_value(f"kc/fetch/error/{kind}")
-        logger.warning("fetch failed for %s: %s: %s", url, kind, error)
+        if status is None:
+            logger.warning("fetch failed for %s: %s: %s", url, kind, error)
+        if request is None:
+            return
+        decision = request.meta.get(meta.RETRY)
+        source = self.sources.get(request.meta.get(meta.SOURCE, ""))
+        key = request.meta.get(meta.KEY)  # the retry state is kept under the requested page
+        if source is None or decision is None or not isinstance(key, str):
+            return
+        yield FailureItem(
+            source_id=source.id,
+            canonical_url=key,
+            url=(request.meta.get("redirect_urls") or [request.url])[0],
+            depth=request.meta.get(meta.DEPTH, 0),
+            failed_at=utc_now(),
+            status=status,
+            error=kind,
+            action=decision.action.value,
+            state=decision.state,
+        )

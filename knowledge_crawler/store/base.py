@@ -236,6 +236,11 @@ class KnownPage:
     check_interval: int | None
     last_changed_at: str
     next_check_at: str | None
+    #: ``active`` or ``suspected_missing`` (tombstoned pages are not listed), with the
+    #: reason and the evidence (JSON text) behind it
+    status: str = "active"
+    status_reason: str | None = None
+    status_evidence: str = "[]"
 
     @property
     def key(self) -> tuple[str, str]:

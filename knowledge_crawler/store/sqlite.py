@@ -959,7 +959,8 @@ class SqliteStore(Store):
         with self._lock, self._guard("cannot read the pages of"):
             rows = self._conn.execute(
                 "SELECT source_id, canonical_url, final_url, etag, last_modified, content_hash, "
-                "depth, check_interval, last_changed_at, next_check_at FROM page_meta "
+                "depth, check_interval, last_changed_at, next_check_at, status, status_reason, "
+                "status_evidence FROM page_meta "
                 f"WHERE source_id IN ({marks}) AND status != 'tombstoned' "
                 "ORDER BY next_check_at IS NOT NULL, next_check_at, id",
                 tuple(source_ids),
