@@ -35,6 +35,14 @@ def _table(headers: list[str], rows: list[list[Any]]) -> list[str]:
     ]
 
 
+def _duration(seconds: int) -> str:
+    """``0s``, ``42s``, ``5m``, ``3h``, ``2d``: the largest whole unit."""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
 def render_stats(report: dict[str, Any]) -> str:
     """The human-readable form of :meth:`Store.stats`."""
     s = report["sanity"]
@@ -80,6 +88,22 @@ def render_stats(report: dict[str, Any]) -> str:
         f"  page versions kept: {report['page_versions']}   quarantined records: "
         f"{report['quarantined']}"
     )
+    h = report["health"]
+    lines += [
+        "",
+        "freshness and failures",
+        f"  pages due for a check:           {h['due_pages']}",
+        f"  oldest unverified record:        {h['oldest_unverified'] or '-'}",
+        f"  pending retries:                 {h['pending_retries']} (oldest due "
+        f"{h['oldest_pending_retry'] or '-'})",
+        f"  dead letters / held for review:  {h['dead_lettered']} / {h['held_for_review']}"
+        "  (see `knowledge-crawler dead-letters`)",
+        f"  discovered, not yet stored:      {h['frontier']}",
+    ]
+    for r in h["sources"]:
+        lines.append(
+            f"  source {r['source_id']}: {r['due'] or 0} due, lag {_duration(r['lag_seconds'])}"
+        )
     lines += ["", "last runs"]
     if report["runs"]:
         lines += _table(

@@ -333,6 +333,18 @@ def fetch_errors(counters: Mapping[str, Any]) -> dict[str, int]:
     }
 
 
+def _seconds_between(earlier: str | None, later: str) -> int:
+    """Whole seconds from one stored time to another (0 without the first)."""
+    if not earlier:
+        return 0
+    fmt = "%Y-%m-%dT%H:%M:%S.%fZ"
+    try:
+        delta = datetime.strptime(later, fmt) - datetime.strptime(earlier, fmt)
+    except ValueError:
+        return 0
+    return max(0, int(delta.total_seconds()))
+
+
 def _dedupe_row(row: Sequence[Any]) -> DedupeRow:
     source_id, url, digest, words, rep_source, rep_url, kind, score, minhash, params = row
     return DedupeRow(
@@ -1172,6 +1184,27 @@ class SqliteStore(Store):
         )
         versions = q("SELECT COUNT(*) AS n FROM page_versions")[0]["n"]
         quarantined = q("SELECT COUNT(*) AS n FROM quarantine")[0]["n"]
+        now = utc_now()
+        # Health: per source, how far behind its schedule it is (the most overdue
+        # page's due time), how many pages are due, the oldest check.
+        freshness = q(
+            "SELECT source_id, "
+            "SUM(next_check_at IS NULL OR next_check_at <= :now) AS due, "
+            "MIN(CASE WHEN next_check_at <= :now THEN next_check_at END) AS most_overdue_since, "
+            "MIN(last_checked_at) AS oldest_check "
+            "FROM page_meta WHERE status != 'tombstoned' GROUP BY source_id ORDER BY source_id",
+            {"now": now},
+        )
+        retries = q(
+            "SELECT "
+            "SUM(dead_lettered_at IS NULL AND needs_review = 0) AS pending, "
+            "MIN(CASE WHEN dead_lettered_at IS NULL AND needs_review = 0 "
+            "THEN next_retry_at END) AS oldest_pending_retry, "
+            "SUM(dead_lettered_at IS NOT NULL) AS dead_lettered, "
+            "SUM(needs_review = 1 AND dead_lettered_at IS NULL) AS review "
+            "FROM fetch_attempts"
+        )[0]
+        frontier = q("SELECT COUNT(*) AS n FROM frontier")[0]["n"]
         last_runs = q("SELECT * FROM crawl_runs ORDER BY id DESC LIMIT ?", (runs,))
         return {
             "database": self.url,
@@ -1198,6 +1231,22 @@ class SqliteStore(Store):
             },
             "page_versions": versions,
             "quarantined": quarantined,
+            "health": {
+                "now": now,
+                "sources": [
+                    {**dict(r), "lag_seconds": _seconds_between(r["most_overdue_since"], now)}
+                    for r in freshness
+                ],
+                "due_pages": sum(r["due"] or 0 for r in freshness),
+                "oldest_unverified": min(
+                    (r["oldest_check"] for r in freshness if r["oldest_check"]), default=None
+                ),
+                "pending_retries": retries["pending"] or 0,
+                "oldest_pending_retry": retries["oldest_pending_retry"],
+                "dead_lettered": retries["dead_lettered"] or 0,
+                "held_for_review": retries["review"] or 0,
+                "frontier": frontier,
+            },
             "runs": [
                 {
                     **{k: r[k] for k in r.keys() if k != "counters"},  # noqa: SIM118 (Row iterates values)

@@ -121,3 +121,30 @@ def test_dead_letters_command(tmp_path: object) -> None:
     assert "http_503" in human.output and "review" in human.output
     data = json.loads(CliRunner().invoke(dead_letters, ["--db", url, "--json"]).output)
     assert [d["canonical_url"][-2:] for d in data] == ["p1", "p2"]
+
+
+def test_stats_report_freshness_and_failures(store: Store) -> None:
+    from knowledge_crawler.cli.stats import render_stats
+
+    store.write(
+        [
+            rec(1, next_check_at="2000-01-01T00:00:00.000000Z"),  # long overdue
+            rec(2, next_check_at="2999-01-01T00:00:00.000000Z"),  # not due
+            rec(3),  # never scheduled: due
+            failure(4, next_retry_at=T1),
+            failure(5, attempts=6, dead_lettered_at=T1),
+            failure(6, needs_review=True),
+            FrontierAdd("s", "https://example.com/p7", "http://example.com/p7", "api", T0),
+        ]
+    )
+    health = store.stats()["health"]
+    assert health["due_pages"] == 2 and health["oldest_unverified"] == T0
+    assert (health["pending_retries"], health["oldest_pending_retry"]) == (1, T1)
+    assert (health["dead_lettered"], health["held_for_review"], health["frontier"]) == (1, 1, 1)
+    [source] = health["sources"]
+    assert source["lag_seconds"] > 20 * 365 * 86400
+    text = render_stats(store.stats())
+    assert (
+        "pages due for a check:           2" in text
+        and "dead letters / held for review:  1 / 1" in text
+    )
