@@ -23,7 +23,8 @@ URL layout (``<slug>`` is an article slug, see the manifest):
 * ``/print/<slug>`` exact and ``/syndicated/<slug>`` near duplicates (one paragraph rewritten),
   ``/private/<slug>`` (200, robots-disallowed), ``/redirect/<slug>`` (301 to the article).
 * ``/about`` (thin), ``/files/report.pdf``, ``/api/data.json``, ``/static/site.css``.
-* ``/__control/manifest`` (GET) and ``/__control/{mutate,delete,restore,reset,slow}`` (POST).
+* ``/__control/manifest`` (GET) and ``/__control/{mutate,delete,restore,reset,slow,fault}``
+  (POST).
 
 Discovery endpoints (never linked from any page, so link-following crawls do not meet them;
 robots.txt names ``/sitemap.xml``).  They list only live articles (status 200), each under its
@@ -58,14 +59,86 @@ mid-pagination deterministically.  Rules add up per prefix (the longest delay th
 wins); ``seconds=0`` removes one; ``/__control/reset`` clears them all.  ``/__control/`` itself
 is never slowed.
 
+Fault paths (``/faults/...``, see ``_faults.py``).  No page of the regular site links here, so
+crawls started at ``/`` never meet them; the index ``/faults/`` links every case, so a crawl
+started there reaches them all.  Fault pages link only to ``/faults/...`` (and, on purpose, to
+private addresses).  Every case is deterministic: what a request gets depends on its query
+string and on how many requests its exact target (path plus sorted query) has received since
+the last ``/__control/reset``, which clears every counter, 429 deadline and override.  An
+"article-like page" is 200 ``text/html`` generated prose, stable per path.  What a correct
+crawler ends with (``expect``) is one of ``active`` (stored, status active), ``not_stored``,
+``dead_lettered`` (nothing stored, the failure recorded), ``suspected_missing`` and
+``tombstoned``.  The expectations assume this project's limits (``REDIRECT_MAX_TIMES = 10``,
+``DOWNLOAD_MAXSIZE = 16 MiB``), at least two retries of transient failures and a download
+timeout above 1 s (``/faults/slow``'s default); ``timeout-then-ok`` ends ``active`` with any
+timeout.
+
+* ``/faults/flaky-503?fails=2`` and ``/faults/flaky-500`` (``fails`` defaults to 2): 503 or
+  500 for the first ``fails`` requests, then the article-like page -> ``active`` after two
+  retries.  ``/faults/flaky-503?fails=1000000`` (always 503) -> ``dead_lettered``.
+* ``/faults/timeout-then-ok?sleep=2`` (``&fails=1``): the first ``fails`` requests wait
+  ``sleep`` seconds (at most 60) before answering 200; later ones answer at once (requests
+  are counted on arrival, so a client that gave up is answered fast next time) -> ``active``.
+* ``/faults/rate-limited?retry_after=2`` (``Retry-After: 2``) and
+  ``/faults/rate-limited-date?retry_after=3`` (``Retry-After`` as an RFC 9110 IMF-fixdate:
+  the server's clock rounded up to a whole second, plus 3 s): 429 for the first ``fails``
+  (default 1) requests, then 200.  A retry that comes before the advertised time (0.25 s of
+  grace) is answered 429 again and counted in the entry's ``early`` -> ``active`` after one
+  on-time retry.
+* ``/faults/unauthorized`` (401 with ``WWW-Authenticate: Basic realm="faults"``) and
+  ``/faults/forbidden`` (403), always -> ``dead_lettered`` without a retry.
+* ``/faults/missing-then-back`` (``?fails=1``): 404, then the article-like page ->
+  ``not_stored`` after one crawl, ``active`` after a second.  ``/faults/missing`` (404) and
+  ``/faults/gone`` (410), always -> ``not_stored``.
+* ``/faults/doc/<name>`` (the index links ``/faults/doc/alpha`` and ``/faults/doc/beta``):
+  the article-like page -> ``active``.
+  ``POST /__control/fault?path=/faults/doc/alpha&status=404`` (or ``410`` or ``200``;
+  ``status=0`` removes it; :meth:`TestSite.fault`) forces that status on any path under
+  ``/faults/`` (whatever its query) until removed or reset; 200 serves the article-like page.
+  A stored page re-crawled after ``status=404`` ends ``suspected_missing``, after
+  ``status=410`` ``tombstoned``, and ``active`` again once it answers 200.
+* ``/faults/loop-a`` -> 302 ``/faults/loop-b`` -> 302 ``/faults/loop-a`` ... ->
+  ``dead_lettered``.  ``/faults/chain/N`` answers 301 to ``/faults/chain/N-1`` (N <= 9999)
+  and ``/faults/chain/0`` the article-like page; the index links ``/faults/chain/20`` (20
+  hops, over the redirect limit) -> ``dead_lettered``.
+* ``/faults/slow?seconds=1`` (at most 60): waits ``seconds`` before answering the
+  article-like page; with ``&trickle=1`` the headers go out at once and the body follows in
+  10 pieces over ``seconds`` -> ``active`` (``dead_lettered`` if ``seconds`` exceeds the
+  download timeout).
+* ``/faults/huge?mb=32``: exactly ``mb`` MiB (at most 4096) of HTML, streamed from one small
+  block with a ``Content-Length`` -> ``dead_lettered`` (over the size cap).
+* ``/faults/gzip-bomb`` (``?mb=100``, at most 1024): ``Content-Encoding: gzip`` of ``mb`` MiB
+  of zero bytes, about 100 KB on the wire (compressed once on first use, ~0.3 s, and cached)
+  -> ``dead_lettered``.  ``/faults/gzip-bomb-html``: the same bytes as ``text/html``
+  without ``Content-Encoding`` -> ``not_stored``.
+* ``/faults/deep-nesting`` (``?depth=100000``, at most 1,000,000; built once and cached): a
+  heading and a paragraph, then ``depth`` nested ``<div>`` -> ``active`` (the top text) or
+  ``not_stored``, never a crash.
+* ``/faults/binary``: 64 KiB of seeded random bytes (NULs included) as ``text/html;
+  charset=utf-8`` -> ``not_stored``.
+* ``/faults/wrong-charset``: ``charset=utf-8`` in the header (no ``<meta>``), windows-1252
+  bytes with é and ü in the body -> ``active`` with the accented ``text`` intact.
+* URL traps: ``/faults/calendar/YYYY/MM`` links the previous and the next month, years 0001
+  to 9999 (the index links ``2024/01``); ``/faults/search?page=N`` links page N+1 (and N-1)
+  forever.  Every page is fine (``active``) but the crawl must finish, storing a bounded
+  number of them.
+* ``/faults/private-links`` (``active``) links to ``http://10.0.0.1/``,
+  ``http://169.254.169.254/latest/meta-data`` and ``http://[::1]/``;
+  ``/faults/redirect-private`` answers 302 to ``http://169.254.169.254/``.  A correct crawler
+  refuses private, loopback and link-local addresses before connecting -> ``not_stored``
+  (it must still allow the configured test-site origin itself, which is loopback too).
+  Nothing listens at those addresses: never request them, not even from tests.
+
 Manifest keys: ``pages``, ``seed``, ``url``, ``articles`` (``i``, ``slug``, ``path``, ``url``,
 ``title``, ``status``, ``mutations``, ``last_modified``, ``tags``, ``price``, ``in_stock``,
 ``aliases``, ``print``, ``syndicated``, ``private``, ``links_to_redirect``),
 ``exact_duplicates`` and ``near_duplicates`` (``path``, ``of``), ``private``, ``non_html``
 (``path``, ``content_type``), ``thin``, ``listing``, ``redirects`` (``path``, ``to``,
 ``linked_from``), ``static``, ``robots_disallow``, ``tracking_params``, ``external_hosts``,
-``charsets`` and ``discovery``, what each discovery endpoint yields right now (``pages`` are
-article paths, in the order served):
+``charsets``, ``faults`` (below), ``fault_hits`` (requests per fault target, path plus
+sorted query, since the last reset: e.g. how many calendar pages a crawl requested) and
+``discovery``, what each discovery endpoint yields right now (``pages`` are article paths, in
+the order served):
 
 * ``robots_sitemaps`` (URLs), ``sitemap_chunk``, ``feed_items``, ``per_page`` (the API walks'
   page size, the default 20);
@@ -77,6 +150,21 @@ article paths, in the order served):
   pages}`` and ``{path, url, next_mode: "cursor", items_path: "data.items", url_field: "url",
   cursor_field: "next_cursor", cursor_param: "cursor", cursors, walk, pages}``; ``path``/``url``
   are the first page, ``walk`` every page path a full walk requests, in order.
+
+``faults`` lists one entry per fault case, in index order: ``name``, ``group`` (``index``,
+``retry``, ``politeness``, ``auth``, ``deletion``, ``redirect``, ``slow``, ``size``,
+``hostile``, ``trap``, ``private``), ``path`` (path plus query; null for the three private
+targets), ``url``, ``linked`` (linked from ``/faults/``), ``serves``, ``statuses`` (what
+successive requests get; the last one repeats), ``expect`` (after one crawl of a reset site),
+``then`` (after a second crawl, no reset between), ``acceptable`` (every correct outcome,
+``expect`` first), ``reason``, ``requests`` (requests a correct crawler sends to ``path`` in
+one crawl; null when its settings decide), ``never_connect``, ``hits`` (requests received
+since the last reset), ``override`` (status forced by ``/__control/fault``, or null), plus
+per-case keys: ``fails``, ``sleep``, ``seconds``, ``retry_after``, ``retry_after_format``
+(``seconds`` | ``http-date``), ``early``, ``after_flip`` (``{"200": "active", "404":
+"suspected_missing", "410": "tombstoned"}``), ``cycle``, ``hops``, ``final``, ``bytes``,
+``decoded_bytes``, ``content_encoding``, ``depth``, ``text``, ``declared``, ``encoding``,
+``trap``, ``next``, ``links``, ``linked_from`` and ``location``.
 """
 
 from __future__ import annotations
@@ -322,8 +410,20 @@ class TestSite:
         return cast(dict[str, Any], self._control("restore", i=i))
 
     def reset(self) -> None:
-        """Every article back to its generated content and status; no slow rules left."""
+        """Every article back to its generated content and status; no slow rules left.
+
+        Also clears every fault path's request counter, 429 deadline and forced status.
+        """
         self._control("reset")
+
+    def fault(self, path: str, status: int) -> dict[str, int]:
+        """Force ``status`` (200, 404 or 410) on the fault path ``path`` (``/faults/...``).
+
+        Every query of that path gets it until :meth:`reset` or ``status=0`` removes it; 200
+        serves an article-like page.  Returns every forced status by path.
+        """
+        result = self._control("fault", path=path, status=status)
+        return cast(dict[str, int], result["overrides"])
 
     def slow(self, path_prefix: str, seconds: float) -> dict[str, float]:
         """Answer requests whose target starts with ``path_prefix`` ``seconds`` late.

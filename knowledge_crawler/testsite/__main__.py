@@ -1,6 +1,7 @@
 """Command line: ``python -m knowledge_crawler.testsite [--pages N] [--port 0] [--seed S]``.
 
-Also ``--sitemap-chunk N`` (articles per child sitemap) and ``--feed-items N`` (feed length).
+Also ``--sitemap-chunk N`` (articles per child sitemap) and ``--feed-items N`` (feed length);
+``--faults`` prints the catalogue of fault paths under ``/faults/`` and exits.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from types import FrameType
 
 from ._discovery import DEFAULT_FEED_ITEMS, DEFAULT_SITEMAP_CHUNK
+from ._faults import catalogue
 from ._server import TestSiteServer
 
 
@@ -35,7 +37,13 @@ def build_parser() -> argparse.ArgumentParser:
             "Discovery (not linked; robots.txt names the sitemap): /sitemap.xml, "
             "/sitemaps/articles-N.xml[.gz], /sitemaps/raw-gzip.xml, /feed.rss, /feed.atom, "
             "/feed-rss1.rdf, /api/articles?per_page=N[&page=P], "
-            "/api/articles-cursor?per_page=N[&cursor=C]."
+            "/api/articles-cursor?per_page=N[&cursor=C]. "
+            "Faults (not linked from the site; start a crawl at /faults/ to reach them all; "
+            "see --faults): /faults/flaky-503?fails=N, /faults/timeout-then-ok?sleep=S, "
+            "/faults/rate-limited[-date]?retry_after=S, /faults/slow?seconds=S[&trickle=1], "
+            "/faults/huge?mb=N, /faults/gzip-bomb?mb=N, ...; "
+            "POST /__control/fault?path=/faults/...&status=200|404|410|0 forces a status; "
+            "/__control/reset clears fault counters and forced statuses."
         ),
     )
     parser.add_argument("--pages", type=int, default=50, help="number of articles (default 50)")
@@ -59,6 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="pre-render all article pages in the background after start-up (benchmarks)",
     )
     parser.add_argument(
+        "--faults",
+        action="store_true",
+        help="print the fault paths under /faults/ with what a correct crawler ends with, "
+        "then exit",
+    )
+    parser.add_argument(
         "--exit-on-stdin-eof",
         action="store_true",
         help="also stop when stdin reaches EOF (used by TestSite so orphans never linger)",
@@ -68,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.faults:
+        print(catalogue())
+        return 0
     for name in ("pages", "sitemap_chunk", "feed_items"):
         if getattr(args, name) < 1:
             print(f"--{name.replace('_', '-')} must be at least 1", file=sys.stderr)

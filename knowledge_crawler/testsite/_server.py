@@ -3,7 +3,8 @@
 To add a new kind of page, write a ``_route_*`` method returning a :class:`Reply` and add one
 line to :meth:`SiteApp.routes`.  The discovery endpoints (sitemaps, feeds, the JSON API) are
 rendered and cached by :class:`~._discovery.Discovery` from a :class:`~._discovery.Snapshot`
-of the article states.
+of the article states.  The fault paths under ``/faults/`` have a routing table and state of
+their own, :class:`~._faults.Faults`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime, parsedate_to_datetime
 from functools import lru_cache
@@ -36,12 +37,13 @@ from ._discovery import (
     Snapshot,
     article_last_modified,
 )
+from ._faults import Faults
 from ._guides import guide_page
+from ._http import HTML, BadRequest, Reply, Request
 from ._pages import CSRF_MARK, CSS, ROBOTS_TXT, TS_MARK, Renderer, fake_pdf
 
 ADVERTISED_HOST = "localhost"
 BIND_HOST = "127.0.0.1"
-HTML = "text/html; charset=utf-8"
 EXTERNAL_HOSTS = ("twitter.com", "www.facebook.com", "www.linkedin.com")
 _STATIC_MODIFIED = datetime(2024, 1, 1, tzinfo=UTC)
 _SLUG = r"(?P<slug>[a-z0-9][a-z0-9-]*)"
@@ -62,33 +64,6 @@ class ArticleState:
     @property
     def pristine(self) -> bool:
         return self.status == 200 and not self.mutations
-
-
-@dataclass
-class Reply:
-    """A response before conditional-request handling and noise filling."""
-
-    status: int = 200
-    body: bytes | str = b""
-    content_type: str = HTML
-    etag: str | None = None
-    last_modified: datetime | None = None
-    headers: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Request:
-    method: str
-    path: str
-    query: dict[str, list[str]]
-
-    def arg(self, name: str, default: str | None = None) -> str | None:
-        values = self.query.get(name)
-        return values[0] if values else default
-
-
-class BadRequest(Exception):
-    """Raised by control handlers for invalid parameters (answered with 400)."""
 
 
 Handler = Callable[[Request, "re.Match[str]"], Reply]
@@ -131,6 +106,7 @@ class SiteApp:
         self._json = self.renderer.data_json()
         self._template = lru_cache(maxsize=8192)(self._template_uncached)
         self._static = lru_cache(maxsize=1024)(self._static_uncached)
+        self.faults = Faults(self.url, seed)
         self._routes = self.routes()
 
     # -- routing table ---------------------------------------------------------------------
@@ -168,7 +144,9 @@ class SiteApp:
             (r"/feed-rss1\.rdf", get, self._route_rdf),
             (r"/api/articles", get, self._route_api_link),
             (r"/api/articles-cursor", get, self._route_api_cursor),
+            (r"/faults(?:/.*)?", get, self._route_faults),
             (r"/__control/manifest", get, self._route_manifest),
+            (r"/__control/fault", post, self._route_fault_control),
             (
                 r"/__control/(?P<action>mutate|delete|restore|reset|slow)",
                 post,
@@ -444,14 +422,23 @@ class SiteApp:
         per_page, start = d.per_page(req.arg("per_page")), d.decode_cursor(req.arg("cursor"))
         return self._resource(d.api_cursor_page(self.snapshot(), start, per_page))
 
+    # -- fault paths (/faults/..., see _faults.py; never linked from the rest of the site) ---
+
+    def _route_faults(self, req: Request, match: re.Match[str]) -> Reply:
+        return self.faults.handle(req)
+
     # -- control routes --------------------------------------------------------------------
 
     def _route_manifest(self, req: Request, match: re.Match[str]) -> Reply:
         return self._json_reply(self.manifest())
 
+    def _route_fault_control(self, req: Request, match: re.Match[str]) -> Reply:
+        return self._json_reply({"ok": True, "overrides": self.faults.override(req)})
+
     def _route_control(self, req: Request, match: re.Match[str]) -> Reply:
         action = match.group("action")
         if action == "reset":
+            self.faults.reset()
             with self._lock:
                 self._slow.clear()
                 for i, st in list(self._states.items()):
@@ -584,6 +571,8 @@ class SiteApp:
             "tracking_params": list(TRACKING_PARAMS),
             "external_hosts": list(EXTERNAL_HOSTS),
             "discovery": self.discovery.manifest(self.snapshot()),
+            "faults": self.faults.manifest(),
+            "fault_hits": self.faults.hits(),
         }
 
 
@@ -686,6 +675,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         if status == HTTPStatus.NOT_MODIFIED:
             self.end_headers()
+            return
+        if reply.stream is not None:
+            self.send_header("Content-Type", reply.content_type)
+            self.send_header("Content-Length", str(reply.length))
+            self.end_headers()
+            if method != "HEAD":
+                for chunk in reply.stream():
+                    self.wfile.write(chunk)
             return
         body = app.fill(reply.body) if isinstance(reply.body, str) else reply.body
         self.send_header("Content-Type", reply.content_type)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import http.client
 import itertools
 import json
 import re
@@ -12,7 +13,9 @@ import subprocess
 import sys
 import time
 import urllib.robotparser
+import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from email.utils import format_datetime, parsedate_to_datetime
 from typing import Any, cast
@@ -22,6 +25,7 @@ import lxml.etree
 import lxml.html
 import pytest
 
+import knowledge_crawler.testsite
 from knowledge_crawler.testsite import MUTATION_KINDS, TRACKING_PARAMS, TestSite
 
 TIMESTAMP = re.compile(rb"Page generated at (\d\d:\d\d:\d\d\.\d{6})")
@@ -105,8 +109,16 @@ def test_cli_prints_url_first_and_exits_cleanly_on_sigterm() -> None:
 def test_cli_help() -> None:
     cmd = [sys.executable, "-m", "knowledge_crawler.testsite", "--help"]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=True).stdout
-    for option in ("--pages", "--port", "--seed", "--sitemap-chunk", "--feed-items"):
+    for option in ("--pages", "--port", "--seed", "--sitemap-chunk", "--feed-items", "--faults"):
         assert option in out
+    assert "/__control/fault?path=" in out
+
+
+def test_cli_faults_prints_the_catalogue(site: TestSite) -> None:
+    cmd = [sys.executable, "-m", "knowledge_crawler.testsite", "--faults"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=True).stdout
+    for entry in site.manifest()["faults"]:
+        assert f"{entry['path'] or entry['url']} " in out
 
 
 def test_url_and_article_url(site: TestSite, manifest: dict[str, Any]) -> None:
@@ -940,3 +952,383 @@ def test_slow_knob_delays_matching_requests_until_reset(site: TestSite) -> None:
         "path_prefix=/a&seconds=61",
     ):
         assert site.fetch(f"/__control/slow?{bad}", method="POST").status == 400, bad
+
+
+# -- fault paths (/faults/...) ---------------------------------------------------------------
+#
+# Only 127.0.0.1 is ever requested here: the private targets (10.0.0.1, 169.254.169.254,
+# [::1]) are checked as links and Location headers, never fetched.
+
+EXPECTATIONS = {"active", "not_stored", "dead_lettered", "suspected_missing", "tombstoned"}
+PRIVATE_HOSTS = {"10.0.0.1", "169.254.169.254", "::1"}
+
+
+def faults(site: TestSite) -> dict[str, dict[str, Any]]:
+    return {e["name"]: e for e in site.manifest()["faults"]}
+
+
+def fault_path(site: TestSite, url: str) -> str:
+    """A Location on the site (``http://localhost:PORT/...``) as a path to fetch."""
+    parts = urlsplit(url)
+    assert (parts.hostname, parts.port) == ("localhost", site.port), url
+    return parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+def hrefs(body: bytes) -> list[str]:
+    return [str(h) for h in cast(list[str], lxml.html.fromstring(body).xpath("//a/@href"))]
+
+
+@contextmanager
+def raw_get(site: TestSite, path: str, timeout: float = 30.0) -> Iterator[http.client.HTTPResponse]:
+    """A GET on a connection of its own (closed on exit), for timing and partial reads."""
+    conn = http.client.HTTPConnection("127.0.0.1", site.port, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        yield conn.getresponse()
+    finally:
+        conn.close()
+
+
+def test_fault_manifest_lists_every_case_with_an_outcome(site: TestSite) -> None:
+    entries = site.manifest()["faults"]
+    names = [e["name"] for e in entries]
+    assert len(names) == len(set(names))
+    assert len(entries) >= 25
+    doc = knowledge_crawler.testsite.__doc__ or ""
+    for e in entries:
+        assert e["expect"] in EXPECTATIONS and e["then"] in EXPECTATIONS, e
+        assert e["acceptable"][0] == e["expect"] and set(e["acceptable"]) <= EXPECTATIONS, e
+        assert e["reason"] and e["serves"], e
+        if e["never_connect"]:
+            assert e["path"] is None and e["hits"] is None and e["requests"] == 0
+            assert urlsplit(e["url"]).hostname in PRIVATE_HOSTS
+            assert e["expect"] == "not_stored" and not e["linked"]
+        else:
+            assert e["path"].startswith("/faults/") and e["url"] == site.url + e["path"][1:]
+            assert e["hits"] == 0 and e["override"] is None
+            # every case is documented in the package docstring
+            bare = urlsplit(e["path"]).path
+            if e["name"] == "calendar":
+                bare = "/faults/calendar/YYYY/MM"
+            assert f"``{bare}" in doc, bare
+        assert e["url"] in doc or not e["never_connect"]
+    groups = {e["group"] for e in entries}
+    assert groups >= {"retry", "politeness", "auth", "deletion", "redirect", "slow", "size"}
+    assert {e["expect"] for e in entries} >= {"active", "not_stored", "dead_lettered"}
+    after_flip = {e["name"]: e.get("after_flip") for e in entries if e.get("after_flip")}
+    for flips in after_flip.values():
+        assert flips == {"200": "active", "404": "suspected_missing", "410": "tombstoned"}
+    assert len(after_flip) >= 2
+
+
+def test_fault_index_links_every_case_and_fault_pages_link_nowhere_else(site: TestSite) -> None:
+    entries = site.manifest()["faults"]
+    index = site.fetch("/faults/")
+    assert index.status == 200 and site.fetch("/faults").body.count(b"<li>") > 20
+    links = [h for h in hrefs(index.body) if h != "/faults/"]  # not the nav link
+    assert set(links) == {e["path"] for e in entries if e["linked"]}
+    assert len(links) == len(set(links))
+    # pages that answer 200 at once: their links stay under /faults/ (or are the private bait)
+    private = {e["url"] for e in entries if e["never_connect"]}
+    for name in ("doc-alpha", "calendar", "search", "private-links", "wrong-charset"):
+        path = next(e["path"] for e in entries if e["name"] == name)
+        result = site.fetch(path)
+        assert result.status == 200, path
+        for href in hrefs(result.body):
+            assert href.startswith("/faults/") or href in private, (path, href)
+    assert set(hrefs(site.fetch("/faults/private-links").body)) == private | {"/faults/"}
+
+
+def test_fault_paths_are_not_linked_from_the_site(site: TestSite) -> None:
+    for path in ("/", "/articles", "/about", site.article_path(0)):
+        assert b"/faults" not in site.fetch(path).body
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "index",
+        "flaky-503",
+        "flaky-500",
+        "server-error-forever",
+        "unauthorized",
+        "forbidden",
+        "missing-then-back",
+        "missing",
+        "gone",
+        "doc-alpha",
+        "doc-beta",
+        "redirect-loop",
+        "redirect-chain",
+        "gzip-bomb",
+        "gzip-bomb-html",
+        "deep-nesting",
+        "binary",
+        "wrong-charset",
+        "calendar",
+        "search",
+        "private-links",
+        "redirect-private",
+    ],
+)
+def test_fault_path_answers_its_documented_statuses(site: TestSite, name: str) -> None:
+    entry = faults(site)[name]
+    expected = [*entry["statuses"], entry["statuses"][-1]]
+    got = [site.fetch(entry["path"]).status for _ in expected]
+    assert got == expected
+    assert faults(site)[name]["hits"] == len(expected)
+    site.reset()
+    assert faults(site)[name]["hits"] == 0
+    assert site.fetch(entry["path"]).status == expected[0]
+
+
+@pytest.mark.parametrize("code", [503, 500])
+def test_flaky_fails_n_times_then_serves_an_article(site: TestSite, code: int) -> None:
+    path = f"/faults/flaky-{code}?fails=3"
+    replies = [site.fetch(path) for _ in range(5)]
+    assert [r.status for r in replies] == [code, code, code, 200, 200]
+    assert replies[3].body == replies[4].body
+    assert len(texts(replies[3].body, "//article//p")) >= 5
+    assert len(article_text(replies[3].body).split()) > 150
+    assert site.fetch(f"/faults/flaky-{code}?fails=0").status == 200
+    # the counter is per target: path plus sorted query
+    assert site.fetch(f"/faults/flaky-{code}?x=1&fails=1").status == code
+    assert site.fetch(f"/faults/flaky-{code}?fails=1&x=1").status == 200
+    assert site.fetch(f"/faults/flaky-{code}?fails=x").status == 400
+
+
+def test_reset_clears_fault_counters(site: TestSite) -> None:
+    path = faults(site)["flaky-503"]["path"]
+    assert [site.fetch(path).status for _ in range(3)] == [503, 503, 200]
+    assert site.fetch("/faults/calendar/1999/12").status == 200
+    assert faults(site)["flaky-503"]["hits"] == 3
+    hits = site.manifest()["fault_hits"]
+    assert hits == {"/faults/calendar/1999/12": 1, "/faults/flaky-503?fails=2": 3}
+    site.reset()
+    assert faults(site)["flaky-503"]["hits"] == 0
+    assert site.manifest()["fault_hits"] == {}
+    assert [site.fetch(path).status for _ in range(3)] == [503, 503, 200]
+
+
+def test_timeout_then_ok_sleeps_once_then_answers_at_once(site: TestSite) -> None:
+    path = "/faults/timeout-then-ok?sleep=1.5"
+    started = time.monotonic()
+    with pytest.raises(TimeoutError), raw_get(site, path, timeout=0.3):
+        pass
+    assert time.monotonic() - started < 1.0
+    started = time.monotonic()
+    with raw_get(site, path, timeout=5) as reply:
+        assert reply.status == 200 and b"<article>" in reply.read()
+    assert time.monotonic() - started < 0.5
+    entry = faults(site)["timeout-then-ok"]
+    assert entry["path"] == "/faults/timeout-then-ok?sleep=2" and entry["sleep"] == 2.0
+    started = time.monotonic()
+    assert site.fetch("/faults/timeout-then-ok?sleep=0.4").status == 200
+    assert time.monotonic() - started >= 0.4
+
+
+def test_rate_limited_with_retry_after_seconds(site: TestSite) -> None:
+    entry = faults(site)["rate-limited"]
+    first = site.fetch(entry["path"])
+    assert first.status == 429 and first.headers["Retry-After"] == "2"
+    assert site.fetch(entry["path"]).status == 429  # too early
+    assert faults(site)["rate-limited"]["early"] == 1
+    path = "/faults/rate-limited?retry_after=1"
+    assert site.fetch(path).headers["Retry-After"] == "1"
+    time.sleep(1.05)
+    assert site.fetch(path).status == 200
+    assert site.fetch(path).status == 200
+
+
+def test_rate_limited_with_retry_after_http_date(site: TestSite) -> None:
+    path = "/faults/rate-limited-date?retry_after=1"
+    reply = site.fetch(path)
+    assert reply.status == 429
+    value = reply.headers["Retry-After"]
+    assert re.fullmatch(r"[A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT", value)
+    ahead = (parsedate_to_datetime(value) - parsedate_to_datetime(reply.headers["Date"])).seconds
+    assert 1 <= ahead <= 2
+    assert site.fetch(path).status == 429  # too early: the same date again
+    wait = parsedate_to_datetime(value).timestamp() - time.time()
+    assert 0 < wait <= 2.1
+    time.sleep(wait + 0.05)
+    assert site.fetch(path).status == 200
+    entry = faults(site)["rate-limited-date"]
+    assert (entry["retry_after"], entry["retry_after_format"]) == (3, "http-date")
+
+
+def test_auth_failures_are_permanent(site: TestSite) -> None:
+    for _ in range(3):
+        reply = site.fetch("/faults/unauthorized")
+        assert reply.status == 401 and reply.headers["WWW-Authenticate"].startswith("Basic")
+        assert site.fetch("/faults/forbidden").status == 403
+
+
+def test_fault_control_flips_a_page_between_200_and_404_or_410(site: TestSite) -> None:
+    path = "/faults/doc/alpha"
+    page = site.fetch(path)
+    assert page.status == 200 and "<article>" in page.text
+    assert site.fault(path, 404) == {path: 404}
+    assert site.fetch(path).status == 404
+    assert site.fetch(path + "?utm_source=x").status == 404  # whatever the query
+    assert faults(site)["doc-alpha"]["override"] == 404
+    assert site.fault(path, 410) == {path: 410}
+    assert site.fetch(path).status == 410
+    assert site.fault(path, 200) == {path: 200}
+    assert site.fetch(path).body == page.body
+    # any fault path can be flipped, e.g. one that always answers 404
+    assert site.fault("/faults/missing", 200) == {path: 200, "/faults/missing": 200}
+    assert site.fetch("/faults/missing").status == 200
+    assert site.fault("/faults/missing", 0) == {path: 200}
+    assert site.fetch("/faults/missing").status == 404
+    site.reset()
+    assert faults(site)["doc-alpha"]["override"] is None
+    for bad in (
+        "path=/articles/x&status=404",
+        "path=/faults/doc/alpha?x=1&status=404",
+        "path=/faults/doc/alpha&status=302",
+        "path=/faults/doc/alpha",
+    ):
+        assert site.fetch(f"/__control/fault?{bad}", method="POST").status == 400, bad
+    assert site.fetch("/__control/fault?path=/faults/gone&status=404").status == 405
+
+
+def test_redirect_loop_and_long_chain(site: TestSite) -> None:
+    a = site.fetch("/faults/loop-a")
+    assert a.status == 302 and fault_path(site, a.headers["Location"]) == "/faults/loop-b"
+    b = site.fetch("/faults/loop-b")
+    assert b.status == 302 and fault_path(site, b.headers["Location"]) == "/faults/loop-a"
+    path, hops = faults(site)["redirect-chain"]["path"], 0
+    reply = site.fetch(path)
+    while reply.status == 301:
+        hops += 1
+        path = fault_path(site, reply.headers["Location"])
+        reply = site.fetch(path)
+    assert (hops, path, reply.status) == (20, "/faults/chain/0", 200)
+    assert faults(site)["redirect-chain"]["hops"] == 20
+
+
+def test_slow_response_and_trickled_body(site: TestSite) -> None:
+    started = time.monotonic()
+    assert site.fetch("/faults/slow?seconds=0.5").status == 200
+    assert time.monotonic() - started >= 0.5
+    started = time.monotonic()
+    with raw_get(site, "/faults/slow?seconds=0.5&trickle=1") as reply:
+        assert reply.status == 200 and time.monotonic() - started < 0.3  # headers at once
+        body = reply.read()
+        assert time.monotonic() - started >= 0.45
+        assert int(reply.headers["Content-Length"]) == len(body)
+    assert body == site.fetch("/faults/slow?seconds=0").body
+    assert site.fetch("/faults/slow?seconds=61").status == 400
+
+
+def test_huge_body_is_streamed_with_its_exact_length(site: TestSite) -> None:
+    with raw_get(site, "/faults/huge?mb=3") as reply:
+        assert reply.status == 200 and reply.headers["Content-Type"].startswith("text/html")
+        assert int(reply.headers["Content-Length"]) == 3 << 20
+        body = reply.read()
+    assert len(body) == 3 << 20
+    assert body.startswith(b"<!DOCTYPE html>") and body.endswith(b"</html>\n")
+    # a client that gives up part-way leaves the server fine
+    with raw_get(site, "/faults/huge?mb=512") as reply:
+        assert int(reply.headers["Content-Length"]) == 512 << 20
+        assert len(reply.read(1 << 16)) == 1 << 16
+    assert site.fetch("/faults/").status == 200
+    assert faults(site)["huge"]["bytes"] == 32 << 20
+
+
+def test_gzip_bombs_are_small_on_the_wire(site: TestSite) -> None:
+    entry = faults(site)["gzip-bomb"]
+    bomb = site.fetch(entry["path"])
+    assert bomb.status == 200
+    assert bomb.headers["Content-Encoding"] == "gzip"
+    assert bomb.headers["Content-Type"].startswith("text/html")
+    assert int(bomb.headers["Content-Length"]) == len(bomb.body)
+    assert 50_000 < len(bomb.body) < 200_000  # ~1/1000 of the decoded size
+    assert bomb.body.startswith(GZIP_MAGIC)
+    # inflate in bounded steps: never more than 1 MiB in memory at once
+    inflater = zlib.decompressobj(wbits=31)
+    decoded, data = 0, bomb.body
+    while data:
+        out = inflater.decompress(data, 1 << 20)
+        assert len(out) <= 1 << 20 and not out.strip(b"\x00")
+        decoded += len(out)
+        data = inflater.unconsumed_tail
+    decoded += len(inflater.flush())
+    assert decoded == entry["decoded_bytes"] == 100 << 20
+    html = site.fetch(faults(site)["gzip-bomb-html"]["path"])
+    assert html.status == 200 and "Content-Encoding" not in html.headers
+    assert html.headers["Content-Type"].startswith("text/html")
+    assert html.body == bomb.body
+    small = site.fetch("/faults/gzip-bomb?mb=2").body
+    assert len(zlib.decompressobj(wbits=31).decompress(small, 3 << 20)) == 2 << 20
+
+
+def test_deep_nesting(site: TestSite) -> None:
+    entry = faults(site)["deep-nesting"]
+    body = site.fetch(entry["path"]).body
+    assert body.count(b"<div>") == body.count(b"</div>") == entry["depth"] == 100_000
+    assert entry["text"].encode() in body
+    small = site.fetch("/faults/deep-nesting?depth=3").body
+    assert b"<div><div><div><p>The bottom of the page.</p></div></div></div>" in small
+
+
+def test_binary_body_served_as_html(site: TestSite) -> None:
+    reply = site.fetch("/faults/binary")
+    assert reply.headers["Content-Type"] == "text/html; charset=utf-8"
+    assert len(reply.body) == 64 * 1024 and b"\x00" in reply.body
+    assert site.fetch("/faults/binary").body == reply.body  # seeded: the same bytes
+    with pytest.raises(UnicodeDecodeError):
+        reply.body.decode("utf-8")
+
+
+def test_wrong_charset_page(site: TestSite) -> None:
+    entry = faults(site)["wrong-charset"]
+    reply = site.fetch(entry["path"])
+    assert reply.headers["Content-Type"] == "text/html; charset=utf-8"
+    assert b"<meta" not in reply.body
+    with pytest.raises(UnicodeDecodeError):
+        reply.body.decode("utf-8")
+    text = reply.body.decode("windows-1252")
+    assert entry["text"] in text and "é" in entry["text"] and "ü" in entry["text"]
+
+
+def test_url_traps_never_end(site: TestSite) -> None:
+    entries = faults(site)
+    path, seen = entries["calendar"]["path"], set()
+    for _ in range(30):
+        reply = site.fetch(path)
+        assert reply.status == 200 and path not in seen
+        seen.add(path)
+        links = [h for h in hrefs(reply.body) if h.startswith("/faults/calendar/")]
+        assert len(links) == 2
+        path = links[1]
+    assert path == "/faults/calendar/2026/07"
+    assert len(hrefs(site.fetch("/faults/calendar/9999/12").body)) == 2  # index + previous
+    assert len(hrefs(site.fetch("/faults/calendar/0001/01").body)) == 2  # index + next
+    assert site.fetch("/faults/calendar/2024/13").status == 404
+    path = entries["search"]["path"]
+    for n in range(1, 40):
+        reply = site.fetch(path)
+        assert reply.status == 200 and f"page {n}" in reply.text
+        path = next(h for h in hrefs(reply.body) if h.endswith(f"page={n + 1}"))
+    assert site.fetch("/faults/search?page=0").status == 400
+    assert entries["calendar"]["trap"] and entries["search"]["trap"]
+
+
+def test_private_targets_are_links_and_redirects_only(site: TestSite) -> None:
+    entries = faults(site)
+    targets = {e["url"] for e in entries.values() if e["never_connect"]}
+    assert {urlsplit(u).hostname for u in targets} == PRIVATE_HOSTS
+    assert set(hrefs(site.fetch("/faults/private-links").body)) - {"/faults/"} == targets
+    reply = site.fetch("/faults/redirect-private")  # not followed
+    assert reply.status == 302 and reply.headers["Location"] == "http://169.254.169.254/"
+    assert entries["redirect-private"]["expect"] == "not_stored"
+
+
+def test_fault_startup_stays_fast_and_lazy() -> None:
+    started = time.monotonic()
+    with TestSite(pages=5, seed=3) as small:
+        assert time.monotonic() - started < 3.0
+        assert small.fetch("/faults/flaky-503").status == 503
+        assert len(small.manifest()["faults"]) == len(faults(small))
