@@ -38,8 +38,9 @@ from knowledge_crawler.runtime import runtime_for
 from knowledge_crawler.sources import Source, resolve_seeds
 from knowledge_crawler.spiders._discovery import DiscoveryMixin
 from knowledge_crawler.store import utc_now
+from knowledge_crawler.sync.retry import AttemptState
 from knowledge_crawler.transform.canonical import canonical_url, fetch_url
-from knowledge_crawler.transform.extract import decode_html
+from knowledge_crawler.transform.extract import decode_html, looks_like_html
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +75,21 @@ def page_links(response: TextResponse) -> list[str]:
 def _header(response: Response, name: str) -> str | None:
     value = response.headers.get(name)
     return value.decode("latin-1") if value else None
+
+
+#: Scrapy refusals that are the page's failure, not a rule: the kind they are recorded as
+_GIVEN_UP: tuple[tuple[str, str], ...] = (
+    ("max redirections", "TooManyRedirects"),
+    ("exceeded DOWNLOAD_MAXSIZE", "BodyTooLarge"),
+)
+
+
+def _given_up(error: BaseException) -> str | None:
+    message = str(error)
+    for needle, kind in _GIVEN_UP:
+        if needle in message:
+            return kind
+    return None
 
 
 def user_agent(contact: str) -> str:
@@ -320,10 +336,13 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
                 return
             seen.add(key)
         content_type = _header(response, "Content-Type")
-        is_html = isinstance(response, HtmlResponse) or (
-            isinstance(response, TextResponse)
-            and (content_type or "").lower().encode().startswith(_HTML_TYPES)
-        )
+        is_html = (
+            isinstance(response, HtmlResponse)
+            or (
+                isinstance(response, TextResponse)
+                and (content_type or "").lower().encode().startswith(_HTML_TYPES)
+            )
+        ) and looks_like_html(response.body[:4096])  # not binary or gzip labelled text/html
         yield PageItem(
             source_id=source.id,
             url=redirects[0],
@@ -351,6 +370,24 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
                 if request is not None:
                     yield request
 
+    def _given_up_item(self, request: Request, kind: str) -> Iterator[FailureItem]:
+        source = self.sources.get(request.meta.get(meta.SOURCE, ""))
+        key = request.meta.get(meta.KEY)
+        if source is None or not isinstance(key, str):
+            return
+        now = utc_now()
+        yield FailureItem(
+            source_id=source.id,
+            canonical_url=key,
+            url=(request.meta.get("redirect_urls") or [request.url])[0],
+            depth=request.meta.get(meta.DEPTH, 0),
+            failed_at=now,
+            status=None,
+            error=kind,
+            action="dead_letter",
+            state=AttemptState(1, now, last_error=kind, dead_lettered_at=now),
+        )
+
     def on_error(self, failure: Failure) -> Iterator[FailureItem]:
         """Count a failed fetch by kind (``kc/fetch/error/<kind>``) and yield what the retry
         middleware decided about it; robots and scope refusals are expected and counted
@@ -360,8 +397,16 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         request = getattr(failure, "request", None)
         url = getattr(request, "url", "?")
         if isinstance(error, IgnoreRequest) and not isinstance(error, HttpError):
-            stats.inc_value("kc/fetch/ignored")  # robots.txt, offsite, scope, size limits
-            logger.debug("ignored %s: %s", url, error)
+            given_up = _given_up(error)
+            if given_up is None:  # robots.txt, offsite, scope: refusals, not failures
+                stats.inc_value("kc/fetch/ignored")
+                logger.debug("ignored %s: %s", url, error)
+                return
+            # A redirect loop or a body over the size limit: no retry can help.
+            stats.inc_value(f"kc/fetch/error/{given_up}")
+            logger.warning("gave up on %s: %s", url, error)
+            if request is not None:
+                yield from self._given_up_item(request, given_up)
             return
         status: int | None = None
         answered = url
