@@ -15,8 +15,9 @@ Scenarios: ``no pipelines`` (baseline, ``ITEM_PIPELINES={}``: fetch, parse, link
 the spider still opens the store and records the run), ``extract only`` and ``extract ..
 dedupe`` (per-stage cost; skipped with ``--no-stages``), ``full pipelines`` (settings.py) on
 a fresh DB, and ``full, 2nd crawl`` of the unchanged site into that same DB (every stored page
-revalidated with its validators: 304s, see bench_sync.py). Each scenario is repeated K times (default 1; a repeat of the 2nd crawl reuses
-the DB of the same repeat's 1st crawl) and the fastest run is kept.
+revalidated with its validators: 304s, see bench_sync.py). Each scenario is repeated K times
+(default 1; a repeat of the 2nd crawl reuses the DB of the same repeat's 1st crawl) and the
+fastest run is kept.
 
 Pages = responses downloaded (``downloader/response_count`` from ``crawl_runs.counters``).
 Peak RSS and CPU time (user + system) of the crawl process come from ``/usr/bin/time -f``
