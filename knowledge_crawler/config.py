@@ -52,6 +52,9 @@ class KcConfig:
     minhash_permutations: int = 128
     minhash_seed: int = 1
     shingle_size: int = 3
+    #: fetch private, loopback and link-local addresses for every host, not only for the
+    #: hosts a source names itself (F-SAFETY)
+    allow_private_addresses: bool = False
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any] | Any) -> KcConfig:
@@ -88,9 +91,30 @@ def setting_name(field_name: str) -> str:
     return f"KC_{field_name.upper()}"
 
 
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def _coerce_bool(name: str, raw: Any) -> bool:
+    """A bool or its text: ``-s NAME=false`` gives text, and ``bool("false")`` is True."""
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, int) and raw in (0, 1):
+        return bool(raw)
+    if isinstance(raw, str):
+        text = raw.strip().lower()
+        if text in _TRUE:
+            return True
+        if text in _FALSE:
+            return False
+    raise ConfigError(f"{name}: expected true or false, got {raw!r}")
+
+
 def _coerce(name: str, raw: Any, kind: type) -> Any:
     if kind is str:
         return str(raw)
+    if kind is bool:
+        return _coerce_bool(name, raw)
     try:
         if isinstance(raw, bool):
             raise ValueError

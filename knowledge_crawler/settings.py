@@ -34,6 +34,7 @@ KC_RETRY_WAIT_SECONDS = _DEFAULTS.retry_wait_seconds
 KC_MINHASH_PERMUTATIONS = _DEFAULTS.minhash_permutations
 KC_MINHASH_SEED = _DEFAULTS.minhash_seed
 KC_SHINGLE_SIZE = _DEFAULTS.shingle_size
+KC_ALLOW_PRIVATE_ADDRESSES = _DEFAULTS.allow_private_addresses
 
 # --- crawling ----------------------------------------------------------------
 # USER_AGENT is built from KC_CONTACT when the spider starts (after `-s` options
@@ -77,12 +78,21 @@ EXTENSIONS = {
     "knowledge_crawler.extensions.throttle.SourceAutoThrottle": 0,  # Scrapy's own order
 }
 
+# Scrapy's caching resolver, refusing private answers for names no source owns (F-SAFETY)
+TWISTED_DNS_RESOLVER = "knowledge_crawler.middlewares.resolver.PrivateAddressResolver"
+
 # --- downloader middlewares ----------------------------------------------------------
 DOWNLOADER_MIDDLEWARES = {
     # Per-source scope, redirects included. Below RobotsTxtMiddleware (100), which would
     # otherwise fetch a new host's robots.txt before refusing; above Scrapy's
     # OffsiteMiddleware (50), which keeps refusing hosts of no source under its own stats.
     "knowledge_crawler.middlewares.scope.ScopeMiddleware": 60,
+    # Private, loopback and link-local hosts by their spelling, unless a source names
+    # them itself (F-SAFETY); below RobotsTxtMiddleware for the same reason as scope.
+    "knowledge_crawler.middlewares.safety.PrivateAddressMiddleware": 70,
+    # A name the resolver refused (it resolves to a private address) fails as
+    # PrivateAddressRefused, unretried: above RetryMiddleware (550).
+    "knowledge_crawler.middlewares.safety.RefusedResolutionMiddleware": 560,
     # The stored ETag / Last-Modified of a known page as If-None-Match / If-Modified-Since
     "knowledge_crawler.middlewares.conditional.ConditionalMiddleware": 590,
     # Retries with exponential backoff and full jitter, Retry-After honoured and a
