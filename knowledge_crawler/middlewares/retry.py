@@ -40,6 +40,7 @@ from knowledge_crawler.sync.retry import (
     Failure,
     FailureClass,
     RetryPolicy,
+    limit_kind,
     next_attempt,
     parse_retry_after,
     slow_down,
@@ -92,7 +93,8 @@ class RetryMiddleware(SourceMiddleware):
 
         if isinstance(exception, IgnoreRequest):
             return None  # robots.txt, scope, size limits: refusals, not failures
-        return await self._decide(request, Failure(None, type(exception).__name__))
+        kind = limit_kind(str(exception)) or type(exception).__name__  # BodyTooLarge: permanent
+        return await self._decide(request, Failure(None, kind))
 
     async def _decide(
         self, request: Request, failure: Failure, *, host_said_wait: float | None = None

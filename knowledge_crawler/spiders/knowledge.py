@@ -38,7 +38,7 @@ from knowledge_crawler.runtime import runtime_for
 from knowledge_crawler.sources import Source, resolve_seeds
 from knowledge_crawler.spiders._discovery import DiscoveryMixin
 from knowledge_crawler.store import utc_now
-from knowledge_crawler.sync.retry import AttemptState
+from knowledge_crawler.sync.retry import AttemptState, limit_kind
 from knowledge_crawler.transform.canonical import canonical_url, fetch_url
 from knowledge_crawler.transform.extract import decode_html, looks_like_html
 
@@ -77,21 +77,6 @@ def _header(response: Response, name: str) -> str | None:
     return value.decode("latin-1") if value else None
 
 
-#: Scrapy refusals that are the page's failure, not a rule: the kind they are recorded as
-_GIVEN_UP: tuple[tuple[str, str], ...] = (
-    ("max redirections", "TooManyRedirects"),
-    ("exceeded DOWNLOAD_MAXSIZE", "BodyTooLarge"),
-)
-
-
-def _given_up(error: BaseException) -> str | None:
-    message = str(error)
-    for needle, kind in _GIVEN_UP:
-        if needle in message:
-            return kind
-    return None
-
-
 def user_agent(contact: str) -> str:
     """The User-Agent every request carries: project, version and the operator's contact.
 
@@ -105,7 +90,7 @@ def fetch_error_kind(error: BaseException) -> str:
     """A short, stable name for why a fetch failed: ``http_404``, ``TimeoutError``, ..."""
     if isinstance(error, HttpError):
         return f"http_{error.response.status}"
-    return type(error).__name__
+    return limit_kind(str(error)) or type(error).__name__
 
 
 def check_arguments(spargs: dict[str, str]) -> list[Source]:
@@ -397,7 +382,7 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         request = getattr(failure, "request", None)
         url = getattr(request, "url", "?")
         if isinstance(error, IgnoreRequest) and not isinstance(error, HttpError):
-            given_up = _given_up(error)
+            given_up = limit_kind(str(error))
             if given_up is None:  # robots.txt, offsite, scope: refusals, not failures
                 stats.inc_value("kc/fetch/ignored")
                 logger.debug("ignored %s: %s", url, error)

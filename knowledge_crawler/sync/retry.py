@@ -77,6 +77,7 @@ __all__ = [
     "RetryPolicy",
     "backoff",
     "classify",
+    "limit_kind",
     "next_attempt",
     "parse_retry_after",
     "slow_down",
@@ -118,7 +119,8 @@ TRANSIENT_ERRORS: frozenset[str] = frozenset(
         "ResponseDataLossError",
         "PotentialDataLoss",
         "DownloadFailedError",
-        # a cancelled download: a closing crawl cancels its requests (also: size limits)
+        # a cancelled download: a closing crawl cancels its requests (a size limit is
+        # BodyTooLarge, see limit_kind)
         "DownloadCancelledError",
         "CancelledError",
         # name resolution
@@ -135,7 +137,31 @@ TRANSIENT_ERRORS: frozenset[str] = frozenset(
 #: Error kinds that no retry can fix: the request itself cannot be made.
 PERMANENT_ERRORS: frozenset[str] = frozenset(
     {"UnsupportedURLSchemeError", "NotSupported", "IgnoreRequest"}
+    | {"TooManyRedirects", "BodyTooLarge"}
 )
+
+#: Scrapy's messages for a crawl limit the page itself broke, and the kind each is recorded
+#: as: the same request would break it again.
+_LIMIT_MESSAGES: tuple[tuple[str, str], ...] = (
+    ("max redirections", "TooManyRedirects"),  # RedirectMiddleware (IgnoreRequest)
+    ("exceeded DOWNLOAD_MAXSIZE", "BodyTooLarge"),  # decompression (IgnoreRequest)
+    ("larger than download max size", "BodyTooLarge"),  # download (DownloadCancelledError)
+)
+
+
+def limit_kind(message: str) -> str | None:
+    """The error kind of a failure that a crawl limit gave, from its message; None for others.
+
+    >>> limit_kind("Expected to receive 2097152 bytes which is larger than download max size")
+    'BodyTooLarge'
+    >>> limit_kind("Getting http://x/ took longer than 180.0 seconds.") is None
+    True
+    """
+    for needle, kind in _LIMIT_MESSAGES:
+        if needle in message:
+            return kind
+    return None
+
 
 _HTTP_KIND = re.compile(r"http_(\d{3})", re.ASCII)
 _DELTA_SECONDS = re.compile(r"[+-]?\d+(?:\.\d+)?", re.ASCII)

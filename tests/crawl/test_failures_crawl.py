@@ -163,3 +163,20 @@ async def test_410_tombstones_at_once(site: TestSite, db_url: str, tmp_path: Pat
     await run_crawl(db_url, FAST_RETRY, seeds=seeds)
     row = page(db_url, site, path)
     assert row is not None and row["status"] == "tombstoned" and row["content"]
+
+
+@coroutine_test
+async def test_a_body_over_the_size_limit_is_dead_lettered_at_once_not_retried(
+    site: TestSite, db_url: str, tmp_path: Path
+) -> None:
+    # Content-Length over DOWNLOAD_MAXSIZE: Scrapy cancels the download, and the same
+    # request would get the same body: one fetch, dead-lettered as BodyTooLarge.
+    path = "/faults/huge?mb=2"
+    seeds = source(tmp_path, site, path)
+    crawler = await run_crawl(db_url, {**FAST_RETRY, "DOWNLOAD_MAXSIZE": 1024 * 1024}, seeds=seeds)
+    [state] = attempts(db_url).values()
+    assert state["last_error"] == "BodyTooLarge"
+    assert state["attempts"] == 1 and state["dead_lettered_at"]
+    assert crawler.stats.get_value("kc/retry/scheduled") is None
+    assert crawler.stats.get_value("kc/fetch/error/BodyTooLarge") == 1
+    assert page(db_url, site, path) is None

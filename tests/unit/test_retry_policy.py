@@ -22,6 +22,7 @@ from knowledge_crawler.sync.retry import (
     RetryPolicy,
     backoff,
     classify,
+    limit_kind,
     next_attempt,
     parse_retry_after,
     slow_down,
@@ -86,6 +87,9 @@ HALF = lambda: 0.5  # noqa: E731 - a fixed "random" draw
         # requests that cannot be made
         (None, "UnsupportedURLSchemeError", False, FailureClass.PERMANENT),
         (None, "scrapy.exceptions.NotSupported", False, FailureClass.PERMANENT),
+        # limits the page itself breaks: the same request breaks them again
+        (None, "BodyTooLarge", False, FailureClass.PERMANENT),
+        (None, "TooManyRedirects", False, FailureClass.PERMANENT),
         # unknown errors are retried (within max_attempts), never taken as bad data
         (None, "SomethingNewError", False, FailureClass.TRANSIENT),
         (None, "SSLError", False, FailureClass.TRANSIENT),
@@ -463,3 +467,29 @@ def test_slow_down(
     expected: float,
 ) -> None:
     assert slow_down(current, retry_after, low, high, concurrency=concurrency) == expected
+
+
+@pytest.mark.parametrize(
+    ("message", "kind"),
+    [
+        (
+            "Expected to receive 33554432 bytes which is larger than download max size "
+            "(16777216) in request <GET http://x/>.",
+            "BodyTooLarge",
+        ),
+        (
+            "Received 17000000 bytes which is larger than download max size (16777216)",
+            "BodyTooLarge",
+        ),
+        (
+            "Ignored response <200 http://x/> because its body (1 B compressed, 2 B decompressed "
+            "so far) exceeded DOWNLOAD_MAXSIZE (1 B) during decompression.",
+            "BodyTooLarge",
+        ),
+        ("max redirections reached", "TooManyRedirects"),
+        ("Getting http://x/ took longer than 180.0 seconds.", None),
+        ("", None),
+    ],
+)
+def test_limit_kind_names_a_broken_crawl_limit(message: str, kind: str | None) -> None:
+    assert limit_kind(message) == kind
