@@ -23,8 +23,44 @@ URL layout (``<slug>`` is an article slug, see the manifest):
 * ``/print/<slug>`` exact and ``/syndicated/<slug>`` near duplicates (one paragraph rewritten),
   ``/private/<slug>`` (200, robots-disallowed), ``/redirect/<slug>`` (301 to the article).
 * ``/about`` (thin), ``/files/report.pdf``, ``/api/data.json``, ``/static/site.css``.
-* ``/__control/manifest`` (GET) and ``/__control/{mutate,delete,restore,reset,slow,fault}``
-  (POST).
+* ``/__control/manifest``, ``/__control/hits`` and ``/__control/js-expected?i=N`` (GET) and
+  ``/__control/{mutate,delete,restore,reset,slow,fault}`` (POST).
+
+JavaScript-rendered pages (``/js/...``, see ``_js.py``).  Not linked from any other page, not in
+any sitemap or feed, allowed by robots.txt; a crawl reaches them from ``/js/``.  ``<i>`` is an
+article index (``0`` to ``pages - 1``, no leading zeros):
+
+* ``/js/``: a server-rendered page (title, a paragraph) linking ``/js/inline/<i>`` and
+  ``/js/fetch/<i>`` for every article, with plain ``<a href>`` links.
+* ``/js/inline/<i>`` and ``/js/fetch/<i>``: script shells.  The HTML holds none of the
+  article's text: ``<title>Loading…</title>``, an empty ``<div id="app"></div>``,
+  ``<noscript>This page needs JavaScript.</noscript>``, ``<script src="/js/app.js">`` and an
+  inline script that builds ``#app > article`` (``<h1>`` title, ``<p>`` paragraphs, one
+  ``<pre><code>`` block of indented code, one ``<ul>`` with a nested ``<ul>``) with
+  ``textContent`` and sets ``document.title`` to the article title.  The inline shell holds the
+  content as a JSON literal and builds it on ``DOMContentLoaded``; the fetch shell waits for
+  ``load``, then 150 ms, then fetches ``/js/data/<i>.json?v=<version>``, so a browser that
+  stops at ``load`` sees an empty ``#app`` (wait for ``networkidle`` or ``#app article``).
+  The content is article ``i``'s current title, lead, paragraphs and reader updates (the
+  ``text``, ``rewrite`` and ``append`` mutations change it; ``price``, ``stock``,
+  ``whitespace`` and ``case`` do not), plus a generated code block and list.  A deleted
+  article's shells and data answer its 404 or 410.  Strong ``ETag`` hashed from the body (it
+  changes with the content; the fetch shell's ``version`` is a hash of the content),
+  ``Last-Modified`` is the article's; 304 on ``If-None-Match``/``If-Modified-Since``.
+* ``/js/data/<i>.json`` (``application/json``, ``v`` ignored): ``{"i", "title", "blocks":
+  [{"type": "p", "text"} | {"type": "code", "text"} | {"type": "list", "items": [{"text",
+  "items": [...]}]}]}``.
+* ``/js/app.js``: a small helper script the shells load (they work without it).
+* ``/js/asset/pixel.png`` (a 1x1 PNG), ``/js/asset/font.woff2`` (the shells' ``@font-face``)
+  and ``/js/asset/clip.mp4`` (a ``<video preload="auto">``): what a crawler's browser should
+  block.  Served ``Cache-Control: no-store``; the server counts requests for each:
+  ``GET /__control/hits`` (:meth:`TestSite.hits`) answers ``{path: count}`` for all three,
+  ``/__control/reset`` zeroes them.
+* ``GET /__control/js-expected?i=N`` (:meth:`TestSite.js_expected`): what a browser ends with
+  on article ``N``'s shells: ``title``, ``paragraphs``, ``code``, ``items`` (every ``<li>``'s
+  own text in document order, nested items after their parent), ``list`` (``[{"text",
+  "items"}]``), ``version``, ``inline``, ``fetch`` and ``data`` (paths) and ``status`` (the
+  article's: 200, 404 or 410).
 
 Discovery endpoints (never linked from any page, so link-following crawls do not meet them;
 robots.txt names ``/sitemap.xml``).  They list only live articles (status 200), each under its
@@ -190,6 +226,8 @@ from ._discovery import DEFAULT_FEED_ITEMS, DEFAULT_SITEMAP_CHUNK
 __all__ = ["MUTATION_KINDS", "TRACKING_PARAMS", "FetchResult", "TestSite", "TestSiteError"]
 
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+#: control calls answered on GET (the rest are POST)
+_GET_CONTROLS = frozenset({"manifest", "hits", "js-expected"})
 
 
 class TestSiteError(RuntimeError):
@@ -380,7 +418,7 @@ class TestSite:
     def _control(self, action: str, **params: object) -> Any:
         query = urlencode({k: str(v) for k, v in params.items()})
         path = f"/__control/{action}" + (f"?{query}" if query else "")
-        result = self.fetch(path, method="GET" if action == "manifest" else "POST")
+        result = self.fetch(path, method="GET" if action in _GET_CONTROLS else "POST")
         if result.status != 200:
             raise TestSiteError(f"{path} answered {result.status}: {result.text.strip()}")
         return json.loads(result.body)
@@ -390,6 +428,18 @@ class TestSite:
     def manifest(self) -> dict[str, Any]:
         """What the site contains right now (see the package docs for the keys)."""
         return cast(dict[str, Any], self._control("manifest"))
+
+    def hits(self) -> dict[str, int]:
+        """Requests for each ``/js/asset/`` path since the last :meth:`reset` (all three keys)."""
+        return cast(dict[str, int], self._control("hits"))
+
+    def js_expected(self, i: int) -> dict[str, Any]:
+        """What a browser builds on article ``i``'s ``/js/inline/<i>`` and ``/js/fetch/<i>``.
+
+        Keys: ``title``, ``paragraphs``, ``code``, ``items``, ``list``, ``version``, ``inline``,
+        ``fetch``, ``data`` and ``status`` (see the package docs).
+        """
+        return cast(dict[str, Any], self._control("js-expected", i=i))
 
     def mutate(self, i: int, kind: str, *, copies: bool = True) -> dict[str, Any]:
         """Change article ``i``; ``kind`` is one of :data:`MUTATION_KINDS`.
@@ -412,7 +462,8 @@ class TestSite:
     def reset(self) -> None:
         """Every article back to its generated content and status; no slow rules left.
 
-        Also clears every fault path's request counter, 429 deadline and forced status.
+        Also clears every fault path's request counter, 429 deadline and forced status, and
+        the ``/js/asset/`` counters (:meth:`hits`).
         """
         self._control("reset")
 

@@ -43,7 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
             "/faults/rate-limited[-date]?retry_after=S, /faults/slow?seconds=S[&trickle=1], "
             "/faults/huge?mb=N, /faults/gzip-bomb?mb=N, ...; "
             "POST /__control/fault?path=/faults/...&status=200|404|410|0 forces a status; "
-            "/__control/reset clears fault counters and forced statuses."
+            "/__control/reset clears fault counters and forced statuses. "
+            "JavaScript pages (not linked; start a crawl at /js/): /js/inline/<i> builds the "
+            "article from an inline script, /js/fetch/<i> fetches /js/data/<i>.json after "
+            "load; both are empty shells over plain HTTP and load an image, a font and a "
+            "video from /js/asset/ (GET /__control/hits counts those; "
+            "GET /__control/js-expected?i=N tells what the scripts build)."
         ),
     )
     parser.add_argument("--pages", type=int, default=50, help="number of articles (default 50)")

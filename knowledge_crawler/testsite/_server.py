@@ -4,7 +4,8 @@ To add a new kind of page, write a ``_route_*`` method returning a :class:`Reply
 line to :meth:`SiteApp.routes`.  The discovery endpoints (sitemaps, feeds, the JSON API) are
 rendered and cached by :class:`~._discovery.Discovery` from a :class:`~._discovery.Snapshot`
 of the article states.  The fault paths under ``/faults/`` have a routing table and state of
-their own, :class:`~._faults.Faults`.
+their own, :class:`~._faults.Faults`.  The JavaScript-rendered pages under ``/js/`` are built
+by :mod:`._js` from an article's current view.
 """
 
 from __future__ import annotations
@@ -40,6 +41,16 @@ from ._discovery import (
 from ._faults import Faults
 from ._guides import guide_page
 from ._http import HTML, BadRequest, Reply, Request
+from ._js import (
+    APP_JS,
+    ASSETS,
+    JsArticle,
+    data_json,
+    fetch_shell,
+    index_page,
+    inline_shell,
+    js_article,
+)
 from ._pages import CSRF_MARK, CSS, ROBOTS_TXT, TS_MARK, Renderer, fake_pdf
 
 ADVERTISED_HOST = "localhost"
@@ -47,6 +58,8 @@ BIND_HOST = "127.0.0.1"
 EXTERNAL_HOSTS = ("twitter.com", "www.facebook.com", "www.linkedin.com")
 _STATIC_MODIFIED = datetime(2024, 1, 1, tzinfo=UTC)
 _SLUG = r"(?P<slug>[a-z0-9][a-z0-9-]*)"
+_INDEX = r"(?P<i>0|[1-9][0-9]{0,8})"
+JS_ASSET_PATHS = tuple(f"/js/asset/{name}" for name in ASSETS)
 _MAX_SLOW_SECONDS = 60.0
 
 
@@ -107,6 +120,10 @@ class SiteApp:
         self._template = lru_cache(maxsize=8192)(self._template_uncached)
         self._static = lru_cache(maxsize=1024)(self._static_uncached)
         self.faults = Faults(self.url, seed)
+        self._js = lru_cache(maxsize=1024)(self._js_uncached)
+        self._js_index = index_page([a.title for a in self.model.articles])
+        #: requests per ``/js/asset/`` path since the last reset
+        self._asset_hits: dict[str, int] = dict.fromkeys(JS_ASSET_PATHS, 0)
         self._routes = self.routes()
 
     # -- routing table ---------------------------------------------------------------------
@@ -145,7 +162,14 @@ class SiteApp:
             (r"/api/articles", get, self._route_api_link),
             (r"/api/articles-cursor", get, self._route_api_cursor),
             (r"/faults(?:/.*)?", get, self._route_faults),
+            (r"/js/", get, self._route_js_index),
+            (r"/js/app\.js", get, self._route_js_app),
+            (rf"/js/(?P<kind>inline|fetch)/{_INDEX}", get, self._route_js_shell),
+            (rf"/js/data/{_INDEX}\.json", get, self._route_js_data),
+            (r"/js/asset/(?P<name>[a-z0-9][a-z0-9.-]*)", get, self._route_js_asset),
             (r"/__control/manifest", get, self._route_manifest),
+            (r"/__control/hits", get, self._route_hits),
+            (r"/__control/js-expected", get, self._route_js_expected),
             (r"/__control/fault", post, self._route_fault_control),
             (
                 r"/__control/(?P<action>mutate|delete|restore|reset|slow)",
@@ -427,6 +451,83 @@ class SiteApp:
     def _route_faults(self, req: Request, match: re.Match[str]) -> Reply:
         return self.faults.handle(req)
 
+    # -- JavaScript-rendered pages (/js/..., see _js.py; never linked from the rest) --------
+
+    def _js_uncached(self, i: int, mutations: tuple[str, ...]) -> JsArticle:
+        return js_article(self.model.view(i, mutations), self.model.seed)
+
+    def _js_article(self, match: re.Match[str]) -> tuple[JsArticle, ArticleState] | Reply:
+        """Article ``i``'s JS content, or the error its article page answers right now."""
+        i = int(match.group("i"))
+        if i >= self.model.pages:
+            return self._error(404)
+        state = self.state(i)
+        if state.status != 200:
+            return self._error(state.status)
+        return self._js(i, state.mutations), state
+
+    def _route_js_index(self, req: Request, match: re.Match[str]) -> Reply:
+        body = self._js_index
+        return Reply(200, body, HTML, _etag(repr(body)), _STATIC_MODIFIED)
+
+    def _route_js_app(self, req: Request, match: re.Match[str]) -> Reply:
+        return Reply(200, APP_JS, "application/javascript", _etag(repr(APP_JS)), _STATIC_MODIFIED)
+
+    def _route_js_shell(self, req: Request, match: re.Match[str]) -> Reply:
+        found = self._js_article(match)
+        if isinstance(found, Reply):
+            return found
+        article, state = found
+        body = inline_shell(article) if match.group("kind") == "inline" else fetch_shell(article)
+        return Reply(
+            200,
+            body,
+            HTML,
+            _etag(repr(body)),
+            self.last_modified(article.i, state),
+            {"Cache-Control": "no-cache"},
+        )
+
+    def _route_js_data(self, req: Request, match: re.Match[str]) -> Reply:
+        found = self._js_article(match)
+        if isinstance(found, Reply):
+            return found
+        article, state = found
+        body = data_json(article)
+        return Reply(
+            200,
+            body,
+            "application/json",
+            _etag(repr(body)),
+            self.last_modified(article.i, state),
+            {"Cache-Control": "no-cache"},
+        )
+
+    def _route_js_asset(self, req: Request, match: re.Match[str]) -> Reply:
+        asset = ASSETS.get(match.group("name"))
+        if asset is None:
+            return self._error(404)
+        with self._lock:
+            self._asset_hits[req.path] += 1
+        body, content_type = asset
+        # no-store: every page load that does not block the asset requests it again
+        return Reply(200, body, content_type, headers={"Cache-Control": "no-store"})
+
+    def asset_hits(self) -> dict[str, int]:
+        """Requests per ``/js/asset/`` path since the last reset (every path, 0 if none)."""
+        with self._lock:
+            return dict(self._asset_hits)
+
+    def _route_hits(self, req: Request, match: re.Match[str]) -> Reply:
+        return self._json_reply(self.asset_hits())
+
+    def _route_js_expected(self, req: Request, match: re.Match[str]) -> Reply:
+        i = self._index_arg(req)
+        state = self.state(i)
+        expected = self._js(i, state.mutations).expected()
+        expected["status"] = state.status
+        return self._json_reply(expected)
+
     # -- control routes --------------------------------------------------------------------
 
     def _route_manifest(self, req: Request, match: re.Match[str]) -> Reply:
@@ -441,6 +542,7 @@ class SiteApp:
             self.faults.reset()
             with self._lock:
                 self._slow.clear()
+                self._asset_hits = dict.fromkeys(JS_ASSET_PATHS, 0)
                 for i, st in list(self._states.items()):
                     if not st.pristine:
                         self._states[i] = ArticleState(version=st.version + 1)

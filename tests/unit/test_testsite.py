@@ -1332,3 +1332,269 @@ def test_fault_startup_stays_fast_and_lazy() -> None:
         assert time.monotonic() - started < 3.0
         assert small.fetch("/faults/flaky-503").status == 503
         assert len(small.manifest()["faults"]) == len(faults(small))
+
+
+# -- JavaScript-rendered pages (/js/...) ------------------------------------------------------
+
+JS_KINDS = ("inline", "fetch")
+JS_ASSETS = {
+    "/js/asset/pixel.png": "image/png",
+    "/js/asset/font.woff2": "font/woff2",
+    "/js/asset/clip.mp4": "video/mp4",
+}
+JS_DATA = re.compile(r"^var KC_DATA = (\{.*\});$", re.M)
+
+
+def markup_text(body: bytes) -> str:
+    """The ``<body>``'s text outside ``<script>`` and ``<style>`` (what a non-JS parser sees)."""
+    root = lxml.html.fromstring(body)
+    lxml.etree.strip_elements(root, "script", "style", with_tail=False)
+    return " ".join(root.body.text_content().split())
+
+
+def inline_data(body: bytes) -> dict[str, Any]:
+    scripts = texts(body, "//script[not(@src)]")
+    assert len(scripts) == 1
+    match = JS_DATA.search(elements(body, "//script[not(@src)]")[0].text_content())
+    assert match is not None
+    return cast(dict[str, Any], json.loads(match.group(1)))
+
+
+def data_items(items: list[dict[str, Any]]) -> list[str]:
+    """A data list's item texts in document order, nested ones after their parent."""
+    out: list[str] = []
+    for item in items:
+        out.append(item["text"])
+        out.extend(data_items(item["items"]))
+    return out
+
+
+def test_js_index_links_both_shells_of_every_article(site: TestSite) -> None:
+    pages = len(site.manifest()["articles"])
+    index = site.fetch("/js/")
+    assert index.status == 200 and index.headers["Content-Type"] == "text/html; charset=utf-8"
+    assert texts(index.body, "//h1") and len(texts(index.body, "//p")[0].split()) > 10
+    links = hrefs(index.body)
+    assert len(links) == 2 * pages
+    assert set(links) == {f"/js/{kind}/{i}" for kind in JS_KINDS for i in range(pages)}
+    etag = index.headers["ETag"]
+    assert etag.startswith('"')
+    assert site.fetch("/js/", {"If-None-Match": etag}).status == 304
+    # Nothing else links here or lists these pages; robots.txt allows them.
+    discovery = [
+        "/",
+        "/articles",
+        "/about",
+        site.article_path(0),
+        "/sitemap.xml",
+        "/feed.rss",
+        "/feed.atom",
+        "/api/articles?per_page=1000",
+    ]
+    for path in discovery:
+        assert b"/js/" not in site.fetch(path).body, path
+    robots = urllib.robotparser.RobotFileParser()
+    robots.parse(site.fetch("/robots.txt").text.splitlines())
+    assert robots.can_fetch("*", site.url + "js/inline/0")
+
+
+@pytest.mark.parametrize("kind", JS_KINDS)
+def test_js_shells_hold_no_article_text_in_markup(site: TestSite, kind: str) -> None:
+    expected = site.js_expected(2)
+    shell = site.fetch(f"/js/{kind}/2")
+    assert shell.status == 200 and shell.headers["Content-Type"] == "text/html; charset=utf-8"
+    assert texts(shell.body, "//title") == ["Loading…"]
+    assert markup_text(shell.body) == "This page needs JavaScript."
+    (app,) = elements(shell.body, "//div[@id='app']")
+    assert len(app) == 0 and not app.text_content().strip()
+    assert texts(shell.body, "//noscript") == ["This page needs JavaScript."]
+    assert elements(shell.body, "//script/@src") == ["/js/app.js"]
+    # The resources a crawler's browser should block.
+    assert elements(shell.body, "//img/@src") == ["/js/asset/pixel.png"]
+    assert elements(shell.body, "//video/@src") == ["/js/asset/clip.mp4"]
+    assert "url(/js/asset/font.woff2)" in texts(shell.body, "//style")[0]
+    (script,) = (e.text_content() for e in elements(shell.body, "//script[not(@src)]"))
+    assert "textContent" in script and "innerHTML" not in script
+    assert "document.title = data.title" in script
+    sentence = expected["paragraphs"][1].split(". ")[0]
+    if kind == "inline":
+        assert "DOMContentLoaded" in script
+        data = inline_data(shell.body)
+        assert data == json.loads(site.fetch(expected["data"]).body)
+        assert sentence in script
+    else:
+        assert '"load"' in script and f"}}, {150});" in script
+        assert f'fetch("{expected["data"]}")' in script
+        assert sentence.encode() not in shell.body
+        assert expected["title"].encode() not in shell.body
+    assert expected["data"] == f"/js/data/2.json?v={expected['version']}"
+
+
+def test_js_data_answers_the_articles_content(site: TestSite, manifest: dict[str, Any]) -> None:
+    entry = manifest["articles"][3]
+    expected = site.js_expected(3)
+    assert (expected["title"], expected["status"]) == (entry["title"], 200)
+    assert (expected["inline"], expected["fetch"]) == ("/js/inline/3", "/js/fetch/3")
+    reply = site.fetch(expected["data"])
+    assert reply.status == 200 and reply.headers["Content-Type"] == "application/json"
+    # The version parameter only busts caches.
+    assert site.fetch("/js/data/3.json").body == site.fetch("/js/data/3.json?v=x").body
+    assert site.fetch("/js/data/3.json").body == reply.body
+    data = json.loads(reply.body)
+    assert (data["i"], data["title"]) == (3, entry["title"])
+    blocks = data["blocks"]
+    assert [b["type"] for b in blocks].count("code") == 1
+    assert [b["type"] for b in blocks].count("list") == 1
+    assert [b["text"] for b in blocks if b["type"] == "p"] == expected["paragraphs"]
+    (code,) = (b["text"] for b in blocks if b["type"] == "code")
+    assert code == expected["code"]
+    assert "\n    " in code and "\n        " in code  # indented lines
+    (listing,) = (b["items"] for b in blocks if b["type"] == "list")
+    assert any(item["items"] for item in listing)  # a nested list
+    assert data_items(listing) == expected["items"]
+    assert [{"text": t["text"], "items": data_items(t["items"])} for t in listing] == expected[
+        "list"
+    ]
+    # The paragraphs are the article's: lead first, each one in the article page's text.
+    page = site.fetch(entry["path"]).body
+    assert expected["paragraphs"][0] == article_paragraphs(page)[1]
+    text = article_text(page)
+    assert len(expected["paragraphs"]) >= 4
+    assert all(p in text for p in expected["paragraphs"])
+
+
+@pytest.mark.parametrize("kind", JS_KINDS)
+def test_js_shells_answer_conditional_requests(site: TestSite, kind: str) -> None:
+    path = f"/js/{kind}/4"
+    first, second = site.fetch(path), site.fetch(path)
+    assert first.body == second.body
+    etag = first.headers["ETag"]
+    assert etag.startswith('"') and second.headers["ETag"] == etag
+    # the article's Last-Modified (reset bumps it, so ask now, not the module's manifest)
+    assert first.headers["Last-Modified"] == site.manifest()["articles"][4]["last_modified"]
+    assert first.headers["Cache-Control"] == "no-cache"
+    hit = site.fetch(path, {"If-None-Match": etag})
+    assert (hit.status, hit.body, hit.headers["ETag"]) == (304, b"", etag)
+    assert site.fetch(path, {"If-None-Match": '"stale"'}).status == 200
+    assert site.fetch(path, {"If-Modified-Since": first.headers["Last-Modified"]}).status == 304
+    other = site.fetch(f"/js/{kind}/5")
+    assert other.headers["ETag"] != etag
+
+
+@pytest.mark.parametrize("kind", ["text", "rewrite", "append"])
+def test_mutation_changes_the_js_pages(clean_site: TestSite, kind: str) -> None:
+    site = clean_site
+    paths = ["/js/inline/6", "/js/fetch/6", "/js/data/6.json"]
+    before = {p: site.fetch(p) for p in paths}
+    old = site.js_expected(6)
+    site.mutate(6, kind)
+    new = site.js_expected(6)
+    assert new["paragraphs"] != old["paragraphs"] and new["version"] != old["version"]
+    if kind == "append":
+        assert new["paragraphs"][: len(old["paragraphs"])] == old["paragraphs"]
+    for path in paths:
+        after = site.fetch(path)
+        assert after.headers["ETag"] != before[path].headers["ETag"], path
+        modified_before = parsedate_to_datetime(before[path].headers["Last-Modified"])
+        assert parsedate_to_datetime(after.headers["Last-Modified"]) > modified_before
+        assert site.fetch(path, {"If-None-Match": before[path].headers["ETag"]}).status == 200
+    inline = site.fetch("/js/inline/6").body
+    assert [b["text"] for b in inline_data(inline)["blocks"] if b["type"] == "p"] == new[
+        "paragraphs"
+    ]
+    assert f'fetch("{new["data"]}")'.encode() in site.fetch("/js/fetch/6").body
+    article = article_text(site.fetch(site.article_path(6)).body)
+    assert all(p in article for p in new["paragraphs"])
+    site.restore(6)
+    assert site.js_expected(6) == old
+    for path in paths:
+        assert site.fetch(path).headers["ETag"] == before[path].headers["ETag"], path
+
+
+def test_price_stock_whitespace_and_case_leave_the_js_text_alone(clean_site: TestSite) -> None:
+    site = clean_site
+    before = site.fetch("/js/inline/7")
+    for kind in ("price", "stock", "whitespace", "case"):
+        site.mutate(7, kind)
+    after = site.fetch("/js/inline/7")
+    assert after.body == before.body and after.headers["ETag"] == before.headers["ETag"]
+    # ... but Last-Modified still follows the article.
+    assert after.headers["Last-Modified"] == site.manifest()["articles"][7]["last_modified"]
+
+
+@pytest.mark.parametrize("gone", [False, True])
+def test_deleted_articles_js_pages_answer_its_status(clean_site: TestSite, gone: bool) -> None:
+    site = clean_site
+    status = site.delete(8, gone=gone)["status"]
+    assert status == (410 if gone else 404)
+    assert site.fetch(site.article_path(8)).status == status
+    for path in ("/js/inline/8", "/js/fetch/8", "/js/data/8.json"):
+        assert site.fetch(path).status == status, path
+    assert site.js_expected(8)["status"] == status
+    assert site.fetch("/js/inline/9").status == 200
+    site.restore(8)
+    for path in ("/js/inline/8", "/js/fetch/8", "/js/data/8.json"):
+        assert site.fetch(path).status == 200, path
+
+
+def test_js_bad_paths_and_control_calls(site: TestSite) -> None:
+    pages = len(site.manifest()["articles"])
+    for path in (f"/js/inline/{pages}", "/js/fetch/01", "/js/data/x.json", "/js/asset/x.png"):
+        assert site.fetch(path).status == 404, path
+    assert site.fetch("/__control/js-expected?i=999").status == 400
+    assert site.fetch("/__control/js-expected").status == 400
+    assert site.fetch("/__control/hits", method="POST").status == 405
+    app_js = site.fetch("/js/app.js")
+    assert app_js.status == 200 and app_js.headers["Content-Type"] == "application/javascript"
+
+
+def test_asset_hits_count_requests_until_reset(site: TestSite) -> None:
+    assert site.hits() == dict.fromkeys(JS_ASSETS, 0)
+    for path, content_type in JS_ASSETS.items():
+        reply = site.fetch(path)
+        assert reply.status == 200 and reply.headers["Content-Type"] == content_type
+        assert reply.headers["Cache-Control"] == "no-store"
+    pixel = site.fetch("/js/asset/pixel.png").body
+    assert pixel.startswith(b"\x89PNG\r\n\x1a\n") and pixel[16:24] == b"\0\0\0\1\0\0\0\1"
+    assert site.fetch("/js/asset/font.woff2").body.startswith(b"wOF2")
+    assert site.fetch("/js/asset/clip.mp4").body[4:8] == b"ftyp"
+    assert site.fetch("/js/asset/pixel.png", method="HEAD").status == 200
+    # An HTTP fetch of a shell loads none of its resources.
+    site.fetch("/js/inline/1")
+    site.fetch("/js/fetch/1")
+    site.fetch("/js/asset/nope.png")
+    assert site.hits() == {
+        "/js/asset/pixel.png": 3,
+        "/js/asset/font.woff2": 2,
+        "/js/asset/clip.mp4": 2,
+    }
+    site.reset()
+    assert site.hits() == dict.fromkeys(JS_ASSETS, 0)
+
+
+def test_inline_data_cannot_close_its_script() -> None:
+    from knowledge_crawler.testsite._js import JsArticle, inline_shell
+
+    article = JsArticle(0, "A </script> title", ("One </p> two.",), "x = '</b>'", (("a", ()),))
+    body = inline_shell(article)
+    assert body.count(b"</script>") == 2  # app.js and the inline script
+    data = inline_data(body)
+    assert data["title"] == "A </script> title"
+    assert data["blocks"][0] == {"type": "p", "text": "One </p> two."}
+
+
+def test_js_pages_are_documented() -> None:
+    doc = knowledge_crawler.testsite.__doc__ or ""
+    for needle in (
+        "``/js/``",
+        "``/js/inline/<i>``",
+        "``/js/fetch/<i>``",
+        "``/js/data/<i>.json``",
+        "``/js/app.js``",
+        "``/js/asset/pixel.png``",
+        "``/js/asset/font.woff2``",
+        "``/js/asset/clip.mp4``",
+        "/__control/hits",
+        "/__control/js-expected?i=N",
+    ):
+        assert needle in doc, needle
