@@ -16,14 +16,27 @@ $(STAMP): pyproject.toml setup.py
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-install: $(STAMP) ## Create .venv and install the project (editable) with its dev tools
+install: $(STAMP) chromium ## Create .venv, install the project (editable) with its dev tools, and Chromium
+
+# Rendered crawls (render = "playwright"/"auto") use the machine's Chromium: Playwright's own
+# browser download is not assumed possible. Installed from Debian's packages when missing.
+SUDO := $(shell [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && echo sudo)
+chromium: ## Install Debian's chromium (for JavaScript sites) unless a Chromium is on PATH
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+		|| command -v google-chrome >/dev/null 2>&1 || [ -x /usr/bin/chromium ]; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+		echo "installing Debian's chromium (render = playwright/auto needs it)"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; \
+	else \
+		echo "no Chromium and no apt-get: install Chromium and set KC_CHROMIUM_PATH for JavaScript sites" >&2; \
+	fi
 
 lint: $(STAMP) ## ruff (lint + format check) and mypy on the package
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-test: lint ## Lint, type-check and run the whole test suite
+test: lint chromium ## Lint, type-check and run the whole test suite
 	$(PY) -m pytest
 
 test-fast: $(STAMP) ## Unit tests only (seconds)
@@ -38,4 +51,4 @@ bench: $(STAMP) ## Benchmarks (see docs/benchmarks.md)
 clean: ## Remove the virtualenv, caches and data/
 	rm -rf $(VENV) data .pytest_cache .mypy_cache .ruff_cache *.egg-info
 
-.PHONY: help install lint test test-fast demo bench clean
+.PHONY: help install chromium lint test test-fast demo bench clean

@@ -55,6 +55,16 @@ class KcConfig:
     #: fetch private, loopback and link-local addresses for every host, not only for the
     #: hosts a source names itself (F-SAFETY)
     allow_private_addresses: bool = False
+    #: the Chromium that renders ``render = "playwright"``/``"auto"`` pages; empty: the first
+    #: of ``chromium``, ``chromium-browser``, ``google-chrome`` on PATH, else /usr/bin/chromium
+    chromium_path: str = ""
+    #: browser pages rendering at once (a page is opened per request and closed after it)
+    browser_pages: int = 4
+    #: how long a page may take to load and settle before the fetch fails (s)
+    browser_timeout_seconds: float = 30.0
+    #: pages rendered in one browser context before it is closed and a fresh one opened,
+    #: so that the browser's memory does not grow with the crawl
+    browser_context_pages: int = 100
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any] | Any) -> KcConfig:
@@ -74,7 +84,14 @@ class KcConfig:
         """Raise :class:`ConfigError` for values no crawl can use."""
         if not self.database_url.strip():
             raise ConfigError("KC_DATABASE_URL is empty")
-        for name in ("store_batch_size", "store_flush_seconds", "minhash_permutations"):
+        for name in (
+            "store_batch_size",
+            "store_flush_seconds",
+            "minhash_permutations",
+            "browser_pages",
+            "browser_timeout_seconds",
+            "browser_context_pages",
+        ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{setting_name(name)} must be > 0, got {getattr(self, name)}")
         if self.retry_max_attempts < 1 or self.retry_base_seconds <= 0:

@@ -35,6 +35,10 @@ KC_MINHASH_PERMUTATIONS = _DEFAULTS.minhash_permutations
 KC_MINHASH_SEED = _DEFAULTS.minhash_seed
 KC_SHINGLE_SIZE = _DEFAULTS.shingle_size
 KC_ALLOW_PRIVATE_ADDRESSES = _DEFAULTS.allow_private_addresses
+KC_CHROMIUM_PATH = os.environ.get("KC_CHROMIUM_PATH", _DEFAULTS.chromium_path)
+KC_BROWSER_PAGES = _DEFAULTS.browser_pages
+KC_BROWSER_TIMEOUT_SECONDS = _DEFAULTS.browser_timeout_seconds
+KC_BROWSER_CONTEXT_PAGES = _DEFAULTS.browser_context_pages
 
 # --- crawling ----------------------------------------------------------------
 # USER_AGENT is built from KC_CONTACT when the spider starts (after `-s` options
@@ -93,6 +97,10 @@ DOWNLOADER_MIDDLEWARES = {
     # A name the resolver refused (it resolves to a private address) fails as
     # PrivateAddressRefused, unretried: above RetryMiddleware (550).
     "knowledge_crawler.middlewares.safety.RefusedResolutionMiddleware": 560,
+    # HTTP or browser for each page request of a source that renders (F-RENDER): below
+    # HttpCompressionMiddleware (590), whose decompressed body it reads. The browser
+    # download handler is put in place by the spider only when a source renders.
+    "knowledge_crawler.middlewares.render.RenderMiddleware": 575,
     # The stored ETag / Last-Modified of a known page as If-None-Match / If-Modified-Since
     "knowledge_crawler.middlewares.conditional.ConditionalMiddleware": 590,
     # Retries with exponential backoff and full jitter, Retry-After honoured and a

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,3 +37,18 @@ def site(site_server: TestSite) -> Iterator[TestSite]:
 @pytest.fixture
 def db_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path}/knowledge.db"
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """The machine's Chromium (``make install`` puts Debian's in place); under ``CI=true``
+    a missing one fails the test instead of skipping it."""
+    from knowledge_crawler.chromium import find_chromium
+
+    path = find_chromium(os.environ.get("KC_CHROMIUM_PATH", ""))
+    if path is None:
+        message = "no Chromium on this machine (make install puts Debian's chromium in place)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path

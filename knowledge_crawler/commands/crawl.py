@@ -23,6 +23,7 @@ from typing import Any
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.spiderloader import get_spider_loader
 
+from knowledge_crawler.chromium import check_browser
 from knowledge_crawler.errors import ConfigError
 from knowledge_crawler.runtime import check_database
 from knowledge_crawler.spiders.knowledge import KnowledgeSpider, check_arguments
@@ -56,8 +57,9 @@ class Command(ScrapyCrawlCommand):
         if len(args) != 1 or not self._is_knowledge_spider(args[0]):
             return
         try:
-            check_arguments(dict(opts.spargs))
+            sources = check_arguments(dict(opts.spargs))
             check_database(self.settings)
+            check_browser(sources, self.settings)
         except ConfigError as exc:
             print(f"scrapy crawl {args[0]}: error: {exc}", file=sys.stderr)
             sys.exit(2)

@@ -10,7 +10,9 @@ no pipeline stage but the store's touch.
 The page is found by the canonical URL of the request: ``meta.KEY`` for a
 request the spider built, the request's own URL for a redirect (a redirect
 target is another page, with validators of its own). Headers the request
-already carries are left as they are.
+already carries are left as they are. A request for the browser
+(``meta["playwright"]``, see :mod:`knowledge_crawler.middlewares.render`) gets
+none: it is sent only once plain HTTP found the page changed or new.
 
 Counter: ``kc/fetch/conditional`` (requests sent with validators).
 """
@@ -31,6 +33,8 @@ __all__ = ["ConditionalMiddleware"]
 
 class ConditionalMiddleware(SourceMiddleware):
     def process_request(self, request: Request) -> None:
+        if request.meta.get("playwright"):
+            return
         _, source = self.source_of(request)
         known_pages = self.runtime.known if source is not None else None
         if not known_pages or source is None:

@@ -32,6 +32,7 @@ from scrapy.utils.response import get_base_url
 from twisted.python.failure import Failure
 
 from knowledge_crawler import __version__, meta
+from knowledge_crawler.chromium import install_browser
 from knowledge_crawler.errors import ConfigError
 from knowledge_crawler.items import FailureItem, NotModifiedItem, PageItem
 from knowledge_crawler.runtime import runtime_for
@@ -168,6 +169,8 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         domains = {d for s in spider.sources.values() for d in s.allowed_domains}
         spider.allowed_domains = sorted(domains | {_strip_www(d) for d in domains})
         spider._configure_slots(crawler)
+        # Playwright and Chromium only for a crawl with a source that renders (F-RENDER)
+        install_browser(crawler, spider.sources.values())
         return spider
 
     def _configure_slots(self, crawler: Crawler) -> None:
