@@ -6,7 +6,8 @@ HTTP/1.1 handler as always; Playwright itself starts with the first request that
 needs a browser. On top of scrapy-playwright's handler:
 
 * http and https share one handler, so a crawl runs one Playwright driver, not one
-  per scheme.
+  per scheme, and the driver starts with the first request that needs a browser,
+  not with the engine: a re-crawl whose pages all answer 304 starts none.
 * Chromium comes from the machine (``KC_CHROMIUM_PATH``, or found on ``PATH``) and
   runs headless with :data:`~knowledge_crawler.chromium.LAUNCH_ARGS`.
 * Images, fonts and media are never downloaded (:data:`BLOCKED_RESOURCES`), and a
@@ -29,6 +30,7 @@ Counters: ``kc/render/blocked/<resource type>``, ``kc/safety/refused_private_bro
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Self
@@ -79,6 +81,8 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[m
         self._own_hosts: frozenset[str] | None = None
         self.abort_request = self._abort
         self._closed = False
+        self._launched = False
+        self._launch_lock = asyncio.Lock()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -129,7 +133,15 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[m
         self._opened += 1
         return f"{CONTEXT_PREFIX}{self._generation}"
 
+    async def _maybe_launch_in_thread(self) -> None:
+        """Not at engine start (see :meth:`_download_request`)."""
+
     async def _download_request(self, request: Request, spider: Spider | None = None) -> Response:
+        if not self._launched:
+            async with self._launch_lock:
+                if not self._launched:
+                    await self._launch()  # the Playwright driver; the browser comes later
+                    self._launched = True
         name = request.meta.get("playwright_context")
         if name is None or str(name).startswith(CONTEXT_PREFIX):  # not a context of the user's
             request.meta["playwright_context"] = self._context_name()
