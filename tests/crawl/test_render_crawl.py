@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from knowledge_crawler.testsite import TestSite
-from tests.helpers import coroutine_test, last_run, pages_by_url, run_crawl, site_key
+from tests.helpers import coroutine_test, last_run, pages_by_url, query, run_crawl, site_key
 
 pytestmark = [pytest.mark.crawl, pytest.mark.usefixtures("chromium")]
 
@@ -254,3 +254,24 @@ async def test_a_killed_browser_is_started_again_and_the_crawl_completes(
         assert_rendered(page(db_url, site, path)["content"], site.js_expected(i))
     assert last_run(db_url)["outcome"] == "finished"
     assert chromium_processes().keys() <= before.keys()
+
+
+@coroutine_test
+async def test_a_page_that_never_shows_its_selector_times_out_is_retried_then_dead_lettered(
+    site: TestSite, db_url: str, tmp_path: Path
+) -> None:
+    source = seeds(
+        tmp_path, site, render="playwright", paths=["/js/inline/1"], wait_for="#never-there"
+    )
+    settings = {
+        "KC_BROWSER_TIMEOUT_SECONDS": 1,
+        "KC_RETRY_MAX_ATTEMPTS": 2,
+        "KC_RETRY_BASE_SECONDS": 0.1,
+        "KC_RETRY_MAX_SECONDS": 0.2,
+    }
+    crawler = await run_crawl(db_url, settings, seeds=source)
+    assert pages_by_url(db_url) == {}  # nothing half-rendered is stored
+    [state] = query(db_url, "SELECT * FROM fetch_attempts")
+    assert state["attempts"] == 2 and state["dead_lettered_at"]
+    assert state["last_error"] == "TimeoutError"
+    assert crawler.stats.get_value("kc/retry/scheduled") == 1
