@@ -9,6 +9,7 @@ crawl (from ``/proc``), and the run's ``crawl_runs`` row with its Scrapy stats (
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sqlite3
@@ -130,3 +131,14 @@ def run_crawl(
         "counters": json.loads(run.get("counters") or "{}"),
         "stderr": proc.stderr,
     }
+
+
+def doc_parser(doc: str | None) -> argparse.ArgumentParser:
+    """An argument parser whose help is a script's docstring: its first paragraph as the
+    description, the paragraphs after the usage line as the epilog."""
+    paragraphs = (doc or "").split("\n\n")
+    return argparse.ArgumentParser(
+        description=paragraphs[0],
+        epilog="\n\n".join(paragraphs[2:]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )

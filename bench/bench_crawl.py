@@ -29,7 +29,6 @@ on a small machine it competes with the crawler for cores. Prints a markdown sni
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sqlite3
@@ -42,7 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from _common import meter_name, run_crawl, site_pid, wait_warm  # noqa: E402
+from _common import doc_parser, meter_name, run_crawl, site_pid, wait_warm  # noqa: E402
 
 P = "knowledge_crawler.pipelines."
 STAGES = [
@@ -90,11 +89,7 @@ def _crawl(site_url: str, db: Path, stages: list[str] | None, pid: int) -> dict[
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(
-        description=(__doc__ or "").split("\n\n")[0],
-        epilog="\n\n".join((__doc__ or "").split("\n\n")[2:]),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    ap = doc_parser(__doc__)
     ap.add_argument("--quick", action="store_true", help="300 articles instead of 2000")
     ap.add_argument("--pages", type=int, help="test site articles (overrides --quick)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per scenario, fastest kept")

@@ -28,7 +28,6 @@ Prints a markdown snippet.
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import sqlite3
 import subprocess
@@ -42,7 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from _common import scrapy_exe  # noqa: E402
+from _common import doc_parser, scrapy_exe  # noqa: E402
 
 SETTINGS = {
     "LOG_LEVEL": "WARNING",
@@ -166,11 +165,7 @@ def slope_per_100(points: list[tuple[int, int]]) -> float:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(
-        description=(__doc__ or "").split("\n\n")[0],
-        epilog="\n\n".join((__doc__ or "").split("\n\n")[2:]),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    ap = doc_parser(__doc__)
     ap.add_argument("--quick", action="store_true", help="100 pages instead of 500")
     ap.add_argument("--pages", type=int, help="JavaScript pages to crawl (overrides --quick)")
     args = ap.parse_args()

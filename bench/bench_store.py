@@ -41,6 +41,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from _common import doc_parser  # noqa: E402
 
 #: name -> (kind, batch size)
 SCENARIOS: dict[str, tuple[str, int]] = {
@@ -216,11 +219,7 @@ def _run_child(kind: str, batch: int, data: Path) -> dict[str, Any]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(
-        description=(__doc__ or "").split("\n\n")[0],
-        epilog="\n\n".join((__doc__ or "").split("\n\n")[2:]),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    ap = doc_parser(__doc__)
     ap.add_argument("--quick", action="store_true", help="1000 records instead of 5000")
     ap.add_argument("-n", type=int, help="number of records (overrides --quick)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per scenario, best kept")

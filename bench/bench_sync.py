@@ -36,7 +36,6 @@ whether or not targets are met (1 only if a crawl fails). Prints a markdown snip
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import shutil
@@ -52,7 +51,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from _common import FAST_SETTINGS, meter_name, run_crawl, site_pid, wait_warm  # noqa: E402
+from _common import FAST_SETTINGS, doc_parser, meter_name, run_crawl, site_pid, wait_warm  # noqa: E402
 
 SETTINGS = FAST_SETTINGS | {"KC_PROGRESS_SECONDS": "0"}
 TARGET_304_PCT = 99.0
@@ -216,11 +215,7 @@ def verdict(ok: bool) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(
-        description=(__doc__ or "").split("\n\n")[0],
-        epilog="\n\n".join((__doc__ or "").split("\n\n")[2:]),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    ap = doc_parser(__doc__)
     ap.add_argument("--quick", action="store_true", help="300 articles instead of 5000")
     ap.add_argument("--pages", type=int, help="test site articles (overrides --quick)")
     args = ap.parse_args()
