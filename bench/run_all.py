@@ -4,9 +4,9 @@
 
 Runs, each as a subprocess with this interpreter from the repository root:
 bench_extract.py, bench_minhash.py (always ``--quick``; skipped with a note if the file
-is missing), bench_store.py, bench_dedupe_restore.py, bench_crawl.py, bench_sync.py and
-bench_render.py. ``--quick`` passes ``--quick`` to the store, restore, crawl, sync and
-render benchmarks and
+is missing), bench_store.py, bench_dedupe_restore.py, bench_crawl.py, bench_sync.py,
+bench_render.py and bench_search.py. ``--quick`` passes ``--quick`` to the store, restore,
+crawl, sync, render and search benchmarks and
 ``--repeat 1`` to the extraction benchmark. Each script's markdown output is printed
 under a heading with the exact command and its duration; a script that fails is reported
 with its exit status and the tail of its stderr, and the others still run (exit status 1
@@ -42,6 +42,7 @@ BENCHMARKS: list[tuple[str, str, str, list[str], list[str]]] = [
     ("crawl", "Whole-crawl throughput", "bench_crawl.py", [], ["--quick"]),
     ("sync", "Incremental re-crawl (conditional GET)", "bench_sync.py", [], ["--quick"]),
     ("render", "Rendered crawl (Playwright, Chromium)", "bench_render.py", [], ["--quick"]),
+    ("search", "Full-text search latency", "bench_search.py", [], ["--quick"]),
 ]
 
 

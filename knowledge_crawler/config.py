@@ -40,6 +40,13 @@ class KcConfig:
     store_retry_seconds: float = 60.0
     #: seconds between progress lines; 0 turns them off
     progress_seconds: float = 10.0
+    #: keep every fetched page response in gzip WARC files (the raw archive, F-ARCHIVE)
+    archive_enabled: bool = True
+    #: the archive's folder; empty: ``archive/`` beside the SQLite database (required for
+    #: other databases)
+    archive_dir: str = ""
+    #: a WARC file is closed and the next one started before it would grow past this
+    archive_max_bytes: int = 1024**3
     #: failed fetches: first backoff (s), fetches before a page is dead-lettered, longest
     #: backoff (s); exponential with full jitter (knowledge_crawler.sync.retry)
     retry_base_seconds: float = 5.0
@@ -52,6 +59,8 @@ class KcConfig:
     minhash_permutations: int = 128
     minhash_seed: int = 1
     shingle_size: int = 3
+    #: the longest passage (the unit of search) a page's content is split into, in words
+    passage_words: int = 200
     #: fetch private, loopback and link-local addresses for every host, not only for the
     #: hosts a source names itself (F-SAFETY)
     allow_private_addresses: bool = False
@@ -88,6 +97,8 @@ class KcConfig:
             "store_batch_size",
             "store_flush_seconds",
             "minhash_permutations",
+            "archive_max_bytes",
+            "passage_words",
             "browser_pages",
             "browser_timeout_seconds",
             "browser_context_pages",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -71,8 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     db_path = demo_dir / "knowledge.db"
     for suffix in ("", "-wal", "-shm"):  # the demo's own files: start from nothing
         Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+    archive = demo_dir / "archive"  # its raw archive too (never KC_ARCHIVE_DIR's)
+    shutil.rmtree(archive, ignore_errors=True)
     database = f"sqlite:///{db_path}"
-    env = {**os.environ, "KC_DATABASE_URL": database}
+    env = {**os.environ, "KC_DATABASE_URL": database, "KC_ARCHIVE_DIR": str(archive)}
     with TestSite(pages=PAGES, seed=1) as site:
         _say(f"test site with {PAGES} articles at {site.url}")
         _say(f"database: {db_path} (the demo's own)")

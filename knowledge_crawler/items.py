@@ -4,7 +4,7 @@ Pure module (dataclasses only). A response becomes one outcome item:
 
 * :class:`PageItem`, a page with content (new, changed or unchanged): the
   spider fills the fetch fields; each pipeline fills its own group of fields in
-  order (extract, clean, canonicalize, fingerprint, dedupe) and the store
+  order (archive, extract, clean, canonicalize, fingerprint, dedupe) and the store
   pipeline loads the result;
 * :class:`NotModifiedItem`, a 304 for a stored page: stages 1-5 pass it by,
   and the store pipeline turns it into a touch (times, validators, next check);
@@ -43,6 +43,19 @@ class PageItem:
     depth: int = 0
     #: canonical URL of the URL requested (before redirects)
     request_key: str | None = None
+    #: the response as received, for the raw archive: headers as ``(name, value)`` pairs in
+    #: order, and the body (Content-Encoding already undone by Scrapy); the archive
+    #: pipeline writes them and empties both
+    response_headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes | None = None
+    #: the body is the page's HTML after a browser ran its scripts, not the HTTP body
+    rendered: bool = False
+
+    # -- 0. archive -------------------------------------------------------------
+    #: where the response is archived: WARC file (relative to the archive folder) and the
+    #: byte offset of its record; None when it was not archived
+    archive_file: str | None = None
+    archive_offset: int | None = None
 
     # -- 1. extract -------------------------------------------------------------
     title: str | None = None
@@ -59,6 +72,8 @@ class PageItem:
     content_hash: str = ""
     minhash: bytes | None = None
     minhash_params: str | None = None
+    #: the content split by headings into passages (``transform.passages.Passage``)
+    passages: list[Any] = field(default_factory=list)
 
     # -- 5. dedupe --------------------------------------------------------------
     duplicate_of: tuple[str, str] | None = None  #: (source_id, canonical_url) of the representative

@@ -18,7 +18,7 @@ COMMANDS_MODULE = "knowledge_crawler.commands"
 
 # --- knowledge_crawler (KC_*) ------------------------------------------------
 # Defaults come from knowledge_crawler.config (their one home, with a line of docs
-# each); components read them through KcConfig.from_settings. Two may come from
+# each); components read them through KcConfig.from_settings. Some may come from
 # the environment.
 KC_CONTACT = os.environ.get("KC_CONTACT", _DEFAULTS.contact)
 KC_DATABASE_URL = os.environ.get("KC_DATABASE_URL", _DEFAULTS.database_url)
@@ -27,6 +27,9 @@ KC_STORE_FLUSH_SECONDS = _DEFAULTS.store_flush_seconds
 KC_STORE_BUSY_TIMEOUT = _DEFAULTS.store_busy_timeout
 KC_STORE_RETRY_SECONDS = _DEFAULTS.store_retry_seconds
 KC_PROGRESS_SECONDS = _DEFAULTS.progress_seconds
+KC_ARCHIVE_ENABLED = _DEFAULTS.archive_enabled
+KC_ARCHIVE_DIR = os.environ.get("KC_ARCHIVE_DIR", _DEFAULTS.archive_dir)
+KC_ARCHIVE_MAX_BYTES = _DEFAULTS.archive_max_bytes
 KC_RETRY_BASE_SECONDS = _DEFAULTS.retry_base_seconds
 KC_RETRY_MAX_ATTEMPTS = _DEFAULTS.retry_max_attempts
 KC_RETRY_MAX_SECONDS = _DEFAULTS.retry_max_seconds
@@ -34,6 +37,7 @@ KC_RETRY_WAIT_SECONDS = _DEFAULTS.retry_wait_seconds
 KC_MINHASH_PERMUTATIONS = _DEFAULTS.minhash_permutations
 KC_MINHASH_SEED = _DEFAULTS.minhash_seed
 KC_SHINGLE_SIZE = _DEFAULTS.shingle_size
+KC_PASSAGE_WORDS = _DEFAULTS.passage_words
 KC_ALLOW_PRIVATE_ADDRESSES = _DEFAULTS.allow_private_addresses
 KC_CHROMIUM_PATH = os.environ.get("KC_CHROMIUM_PATH", _DEFAULTS.chromium_path)
 KC_BROWSER_PAGES = _DEFAULTS.browser_pages
@@ -66,6 +70,8 @@ TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 
 # --- item pipelines, in SPEC F-PIPELINE order ------------------------------------
 ITEM_PIPELINES = {
+    # The raw archive first: each page response to a WARC file, its location on the item
+    "knowledge_crawler.pipelines.archive.ArchivePipeline": 50,
     "knowledge_crawler.pipelines.extract.ExtractPipeline": 100,
     "knowledge_crawler.pipelines.clean.CleanPipeline": 200,
     "knowledge_crawler.pipelines.canonicalize.CanonicalizePipeline": 300,

@@ -89,3 +89,31 @@ def _file_on_the_way(path: str) -> str | None:
             return None if os.path.isdir(parent) else parent
         parent = os.path.dirname(parent)
     return None
+
+
+def url_identities(url: str) -> list[str]:
+    """The forms ``url`` may be stored under: its canonical URL first, then as given."""
+    import contextlib
+
+    from knowledge_crawler.transform.canonical import canonical_url
+
+    forms: list[str] = []
+    with contextlib.suppress(ValueError):
+        forms.append(canonical_url(url))
+    if url.strip() not in forms:
+        forms.append(url.strip())
+    return forms
+
+
+def change_diff(entry: dict[str, Any]) -> str:
+    """The unified diff of a ``changed`` entry of ``Store.changes``, taking its two texts out
+    of it; labelled with the page's URL and the two fetch times."""
+    from knowledge_crawler.transform.diff import text_diff
+
+    url = entry["canonical_url"]
+    return text_diff(
+        entry.pop("previous_content"),
+        entry.pop("content"),
+        old_label=f"{url}\t{entry['previous_fetched_at']}",
+        new_label=f"{url}\t{entry['fetched_at']}",
+    )

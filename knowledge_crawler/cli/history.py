@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 from typing import Any
 
 import click
 
-from knowledge_crawler.cli._common import BadInput, database_option, open_existing_store
+from knowledge_crawler.cli._common import (
+    BadInput,
+    database_option,
+    open_existing_store,
+    url_identities,
+)
 
 __all__ = ["history"]
-
-
-def _identities(url: str) -> list[str]:
-    """The forms of ``url`` a page may be stored under: its canonical form, then as given."""
-    from knowledge_crawler.transform.canonical import canonical_url
-
-    forms: list[str] = []
-    with contextlib.suppress(ValueError):
-        forms.append(canonical_url(url))
-    if url not in forms:
-        forms.append(url)
-    return forms
 
 
 @click.command("history")
@@ -43,7 +35,7 @@ def history(database: str, url: str, source_id: str | None, content: bool, as_js
     """
     with open_existing_store(database) as store:
         versions: list[dict[str, Any]] = []
-        for identity in _identities(url):
+        for identity in url_identities(url):
             versions = store.history(identity, source_id=source_id)
             if versions:
                 break

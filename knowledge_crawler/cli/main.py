@@ -45,9 +45,33 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "knowledge_crawler.cli.dead_letters:dead_letters",
         "Pages whose retries ran out, or that wait for review.",
     ),
+    "reextract": (
+        "knowledge_crawler.cli.reextract:reextract",
+        "Rebuild stored pages from the raw archive (WARC), with no network.",
+    ),
+    "search": (
+        "knowledge_crawler.cli.search:search",
+        "The passages that best answer a question (full-text, BM25).",
+    ),
     "discover": (
         "knowledge_crawler.cli.discover:discover",
         "What a sitemap, feed or robots.txt yields (URLs, lastmod), no page fetched.",
+    ),
+    "changes": (
+        "knowledge_crawler.cli.changes:changes",
+        "New, changed and tombstoned pages since a time, with diffs.",
+    ),
+    "export": (
+        "knowledge_crawler.cli.export:export",
+        "Every page with its provenance as JSON Lines, streamed.",
+    ),
+    "mcp": (
+        "knowledge_crawler.cli.mcp_command:mcp_command",
+        "Serve search, pages and changes to AI agents over MCP (stdio).",
+    ),
+    "browse": (
+        "knowledge_crawler.cli.browse:browse",
+        "Open the database in Datasette (read-only), with canned queries.",
     ),
 }
 

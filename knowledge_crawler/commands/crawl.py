@@ -2,9 +2,10 @@
 
 For the ``knowledge`` spider and every per-site spider derived from it:
 
-* a bad seeds file or argument, or a database that cannot be opened, written
-  or does not suit the settings, prints one line naming what is wrong (file,
-  source, key; path and reason) and exits with status 2, before any request;
+* a bad seeds file or argument, a database that cannot be opened, written
+  or does not suit the settings, or an archive folder that cannot be created,
+  prints one line naming what is wrong (file, source, key; path and reason)
+  and exits with status 2, before any request;
 * the exit status follows the run's recorded outcome (``kc/outcome``):
   0 ``finished``; 1 ``failed`` (none of the start URLs could be fetched, or the
   database could not be written), with one line saying why; 130 ``interrupted``
@@ -25,6 +26,7 @@ from scrapy.spiderloader import get_spider_loader
 
 from knowledge_crawler.chromium import check_browser
 from knowledge_crawler.errors import ConfigError
+from knowledge_crawler.pipelines.archive import check_archive
 from knowledge_crawler.runtime import check_database
 from knowledge_crawler.spiders.knowledge import KnowledgeSpider, check_arguments
 
@@ -59,6 +61,7 @@ class Command(ScrapyCrawlCommand):
         try:
             sources = check_arguments(dict(opts.spargs))
             check_database(self.settings)
+            check_archive(self.settings)
             check_browser(sources, self.settings)
         except ConfigError as exc:
             print(f"scrapy crawl {args[0]}: error: {exc}", file=sys.stderr)

@@ -1,5 +1,6 @@
 """Ordered item pipelines (SPEC F-PIPELINE); ``settings.ITEM_PIPELINES`` declares the order.
 
+0. :class:`~.archive.ArchivePipeline`   the raw response to a WARC file (F-ARCHIVE)
 1. :class:`~.extract.ExtractPipeline`   HTML -> main content, title, headings, word count
 2. :class:`~.clean.CleanPipeline`       boilerplate regexes, whitespace, thin flag
 3. :class:`~.canonicalize.CanonicalizePipeline`  identity URL

@@ -56,6 +56,7 @@ from knowledge_crawler.store import (
     FrontierAdd,
     Operation,
     PageRecord,
+    PassageRecord,
     StatusChange,
     Touch,
     UpsertResult,
@@ -98,7 +99,10 @@ def to_record(item: PageItem, **schedule: Any) -> PageRecord:
         etag=item.etag,
         last_modified=item.last_modified,
         depth=item.depth,
+        archive_file=item.archive_file,
+        archive_offset=item.archive_offset,
         requested_key=item.request_key if item.request_key != item.canonical_url else None,
+        passages=PassageRecord.of(item.passages),
         **schedule,
     )
 

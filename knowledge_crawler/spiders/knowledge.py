@@ -345,6 +345,14 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             last_modified=_header(response, "Last-Modified"),
             depth=depth,
             request_key=response.meta.get(meta.KEY),
+            # For the raw archive (the archive pipeline writes them, then lets them go)
+            response_headers=[
+                (name.decode("latin-1"), value.decode("latin-1"))
+                for name, values in response.headers.items()
+                for value in values
+            ],
+            body=response.body,
+            rendered=bool(response.meta.get("playwright")),
         )
         if (
             isinstance(response, TextResponse)

@@ -15,7 +15,7 @@ commit ahead of them.
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -24,6 +24,7 @@ __all__ = [
     "HEAD_COUNTERS",
     "RUN_OUTCOMES",
     "STORE_COUNTERS",
+    "ArchivedPage",
     "CheckpointAdvance",
     "DedupeRow",
     "DuplicateUpdate",
@@ -32,6 +33,7 @@ __all__ = [
     "KnownPage",
     "Operation",
     "PageRecord",
+    "PassageRecord",
     "StatusChange",
     "Store",
     "Touch",
@@ -111,13 +113,45 @@ class PageRecord:
     check_interval: int | None = None
     #: link distance from the source's start URLs at which the page was found
     depth: int = 0
+    #: the fetch's raw response in the archive: WARC file (relative to the archive folder)
+    #: and byte offset of its record; None when not archived (a record without one keeps
+    #: the stored location as long as its content hash does not move)
+    archive_file: str | None = None
+    archive_offset: int | None = None
+    #: rebuilt from the archived response (``knowledge-crawler reextract``), not fetched:
+    #: the content and what derives from it are written as for a fetch, but the page's
+    #: fetch state stays (status, seen and checked times, retry state, frontier entry),
+    #: and a moved hash moves ``last_changed_at`` to the time of writing
+    reextracted: bool = False
     #: canonical URL of the URL requested, when a redirect made it another page's:
     #: its frontier entry is settled with this record too
     requested_key: str | None = None
+    #: the content split into passages (search units); written with the content, in the
+    #: same transaction, replacing the page's previous passages
+    passages: Sequence[PassageRecord] = ()
 
     @property
     def key(self) -> tuple[str, str]:
         return (self.source_id, self.canonical_url)
+
+
+@dataclass(frozen=True, slots=True)
+class PassageRecord:
+    """One passage of a page's content, as ``transform.passages`` made it."""
+
+    id: str  #: stable: the same text under the same headings of a page keeps it
+    ord: int
+    heading_path: tuple[str, ...]
+    content: str
+    word_count: int
+
+    @classmethod
+    def of(cls, passages: Iterable[Any]) -> tuple[PassageRecord, ...]:
+        """Records of ``transform.passages.Passage`` values (read by their attributes:
+        the store does not import the transforms)."""
+        return tuple(
+            cls(p.id, p.ord, tuple(p.heading_path), p.text, p.word_count) for p in passages
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,12 +281,44 @@ class KnownPage:
         return (self.source_id, self.canonical_url)
 
 
+@dataclass(frozen=True, slots=True)
+class ArchivedPage:
+    """A stored page as re-extraction reads it: its last fetch, its archive location
+    (None when it has none) and what must stay as it is (schedule, status, decision)."""
+
+    source_id: str
+    canonical_url: str
+    url: str
+    final_url: str
+    fetched_at: str
+    http_status: int
+    etag: str | None
+    last_modified: str | None
+    depth: int
+    next_check_at: str | None
+    check_interval: int | None
+    status: str
+    content_hash: str
+    duplicate_of: tuple[str, str] | None
+    duplicate_kind: str | None
+    duplicate_score: float | None
+    archive_file: str | None
+    archive_offset: int | None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.source_id, self.canonical_url)
+
+
 def record_dict(rec: PageRecord) -> dict[str, Any]:
     """``rec`` as plain JSON values (MinHash bytes as hex): for quarantine and rescue files."""
     record = asdict(rec)
     if isinstance(record.get("minhash"), bytes):
         record["minhash"] = record["minhash"].hex()
     record["headings"] = list(record["headings"])
+    record["passages"] = [
+        {**p, "heading_path": list(p["heading_path"])} for p in record.get("passages", [])
+    ]
     return record
 
 
@@ -405,6 +471,12 @@ class Store(abc.ABC):
         """Discovered pages of these sources not yet stored, oldest discovery first."""
 
     @abc.abstractmethod
+    def archived_pages(self, source_ids: Sequence[str]) -> list[ArchivedPage]:
+        """Every stored page of these sources (any status), with its archive location
+        (None when it has none), earliest ``first_seen_at`` first (ties by id): the order
+        :meth:`dedupe_state` lists pages in."""
+
+    @abc.abstractmethod
     def history(self, canonical_url: str, *, source_id: str | None = None) -> list[dict[str, Any]]:
         """The versions of the page(s) with this identity, newest first per source.
 
@@ -413,6 +485,72 @@ class Store(abc.ABC):
         content_hash, title, content, fetched_at`` and ``replaced_at`` (None for
         the current one). Empty when no such page is stored.
         """
+
+    @abc.abstractmethod
+    def changes(
+        self,
+        since: str,
+        until: str | None = None,
+        *,
+        source_id: str | None = None,
+        contents: bool = True,
+    ) -> Iterator[dict[str, Any]]:
+        """What happened to pages from ``since`` (included) to ``until`` (excluded), oldest first.
+
+        Times are stored-time text (ISO-8601 UTC, ``Z``). One entry per event, each
+        with ``kind``, ``time``, ``source_id``, ``canonical_url``, ``title`` and
+        ``content_hash`` (the page's current ones; a change's: its new text's),
+        ``reason``, ``fetched_at`` and the ``previous_*`` fields (None where they
+        do not apply):
+
+        - ``new``: the page was first seen (``first_seen_at``);
+        - ``changed``: its content hash moved (one entry per stored version, at its
+          ``replaced_at``), with ``previous_content_hash``, ``previous_fetched_at``
+          and ``fetched_at`` (when the old and the new text were last fetched), and
+          with ``contents`` the two texts, ``previous_content`` and ``content``;
+        - ``tombstoned``: the page is tombstoned, since ``status_changed_at``,
+          with its ``reason``;
+        - ``restored``: the page is active again, since ``status_changed_at``,
+          after being missing (suspected or tombstoned).
+
+        Only each page's current status is known, so a page tombstoned and restored
+        in the window shows as ``restored``. Streams: rows are read as consumed.
+        """
+
+    @abc.abstractmethod
+    def export_pages(
+        self,
+        *,
+        since: str | None = None,
+        source_id: str | None = None,
+        include_duplicates: bool = False,
+        include_tombstoned: bool = False,
+    ) -> Iterator[dict[str, Any]]:
+        """Every stored page with its provenance, in storage order; streams.
+
+        Each: ``source_id, canonical_url, url, final_url, title, content,
+        content_hash, language, word_count, headings`` (a list), ``fetched_at,
+        last_changed_at, version`` (stored versions + 1: the current one's number),
+        ``status`` and ``duplicate_of`` (the representative's canonical URL, or
+        None). Leaves out duplicates and tombstoned pages unless asked. ``since``:
+        only pages whose content or status moved at or after it
+        (``last_changed_at`` or ``status_changed_at``).
+        """
+
+    @abc.abstractmethod
+    def export_passages(
+        self,
+        *,
+        since: str | None = None,
+        source_id: str | None = None,
+        include_duplicates: bool = False,
+        include_tombstoned: bool = False,
+    ) -> Iterator[dict[str, Any]]:
+        """Every passage of the pages :meth:`export_pages` would give, page by page in
+        passage order; streams. Each: ``passage_id, ord, heading_path`` (a list),
+        ``content, word_count`` and its page's ``source_id, canonical_url, url`` (after
+        redirects), ``title, page_content_hash, fetched_at, last_changed_at, version,
+        status, duplicate_of``."""
 
     @abc.abstractmethod
     def dedupe_state(self, *, signatures: bool = True) -> Iterator[DedupeRow]:
@@ -431,6 +569,30 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def duplicate_clusters(self, kind: str | None = None) -> list[dict[str, Any]]:
         """Each representative with its duplicates (of ``kind`` "exact"/"near", or both)."""
+
+    @abc.abstractmethod
+    def search(
+        self,
+        terms: Sequence[Sequence[str]] = (),
+        *,
+        require_all: bool = False,
+        raw: str | None = None,
+        k: int = 10,
+        source_id: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """The ``k`` passages that best answer a query, best first, leaving out duplicates
+        and tombstoned pages: ``passage_id``, ``source_id``, ``canonical_url``, ``url``,
+        ``title``, ``heading_path``, ``score`` (higher is better), ``snippet`` (matches
+        in ``**``) and ``content``.
+
+        The query is ``terms`` (words, and phrases as several words, lower case, as
+        ``transform.query.query_terms`` gives them), any of them or every one
+        (``require_all``); or ``raw``, the backend's own query syntax, as typed. Raises
+        :class:`ValueError` for a raw query the index cannot read."""
+
+    @abc.abstractmethod
+    def pages_without_passages(self) -> int:
+        """Stored pages with content but no passages (stored before passages existed)."""
 
     @abc.abstractmethod
     def get_meta(self, key: str) -> str | None:

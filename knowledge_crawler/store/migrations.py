@@ -22,6 +22,9 @@ class Migration:
     #: rebuilds a table that others reference: foreign keys are off while it runs (SQLite
     #: would otherwise cascade the old table's DROP), and checked before it commits
     rebuilds_table: bool = False
+    #: statements only SQLite runs, after ``statements`` (its FTS5 index and the triggers
+    #: that keep it in step); another backend brings its own equivalent
+    sqlite_only: tuple[str, ...] = ()
 
 
 # A page is two rows: its metadata, rewritten on every visit, and its content
@@ -273,6 +276,67 @@ _FAILURES: tuple[str, ...] = (
     ),
 )
 
+# Passages: each page's content split by headings (transform.passages), rewritten with
+# the content (or the page's title, kept here for the index) in the same transaction.
+# ``seq`` is the full-text index's row id: an explicit INTEGER PRIMARY KEY, which VACUUM
+# never renumbers.
+_PASSAGES = (
+    """CREATE TABLE passages (
+    seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+    id            TEXT NOT NULL UNIQUE,
+    page_id       INTEGER NOT NULL REFERENCES page_meta(id) ON DELETE CASCADE,
+    ord           INTEGER NOT NULL CHECK (ord >= 0),
+    title         TEXT NOT NULL DEFAULT '',
+    heading_path  TEXT NOT NULL DEFAULT '[]',
+    content       TEXT NOT NULL,
+    word_count    INTEGER NOT NULL DEFAULT 0 CHECK (word_count >= 0),
+    UNIQUE (page_id, ord)
+)""",
+)
+
+# SQLite's full-text index of the passages (FTS5, BM25 ranking): an external-content
+# table over ``passages``, kept in step by triggers, so no text is stored twice.
+_PASSAGES_FTS = (
+    "CREATE VIRTUAL TABLE passages_fts USING fts5("
+    "title, heading_path, content, content='passages', content_rowid='seq', "
+    "tokenize='porter unicode61 remove_diacritics 2')",
+    "CREATE TRIGGER passages_fts_insert AFTER INSERT ON passages BEGIN "
+    "INSERT INTO passages_fts (rowid, title, heading_path, content) "
+    "VALUES (new.seq, new.title, new.heading_path, new.content); END",
+    "CREATE TRIGGER passages_fts_delete AFTER DELETE ON passages BEGIN "
+    "INSERT INTO passages_fts (passages_fts, rowid, title, heading_path, content) "
+    "VALUES ('delete', old.seq, old.title, old.heading_path, old.content); END",
+    "CREATE TRIGGER passages_fts_update AFTER UPDATE ON passages BEGIN "
+    "INSERT INTO passages_fts (passages_fts, rowid, title, heading_path, content) "
+    "VALUES ('delete', old.seq, old.title, old.heading_path, old.content); "
+    "INSERT INTO passages_fts (rowid, title, heading_path, content) "
+    "VALUES (new.seq, new.title, new.heading_path, new.content); END",
+)
+
+# The raw archive (F-ARCHIVE): where the response behind a page's content is kept, a
+# WARC file (relative to the archive folder) and the byte offset of its record. A page
+# version keeps the location of the response its content came from.
+_ARCHIVE: tuple[str, ...] = (
+    "ALTER TABLE page_meta ADD COLUMN archive_file TEXT",
+    "ALTER TABLE page_meta ADD COLUMN archive_offset INTEGER",
+    "ALTER TABLE page_versions ADD COLUMN archive_file TEXT",
+    "ALTER TABLE page_versions ADD COLUMN archive_offset INTEGER",
+    "DROP VIEW pages",
+    _PAGES_VIEW.replace(
+        "m.next_check_at\n",
+        "m.next_check_at, m.depth, m.check_interval, m.status_reason, m.status_evidence, "
+        "m.status_changed_at, m.archive_file, m.archive_offset\n",
+    ),
+)
+
+# What the change feed (``changes``) and incremental exports look up by time.
+_CHANGE_FEED_INDEXES = (
+    "CREATE INDEX idx_versions_replaced ON page_versions (replaced_at)",
+    "CREATE INDEX idx_pages_first_seen ON page_meta (first_seen_at)",
+    "CREATE INDEX idx_pages_status_changed ON page_meta (status_changed_at)",
+    "CREATE INDEX idx_pages_last_changed ON page_meta (last_changed_at)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "0001_pages_runs_quarantine",
@@ -294,4 +358,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0004_sync_depth_interval_checkpoints", _SYNC),
     Migration("0005_frontier", _FRONTIER),
     Migration("0006_fetch_attempts_page_status", _FAILURES),
+    Migration("0007_passages", _PASSAGES, sqlite_only=_PASSAGES_FTS),
+    Migration("0008_archive", _ARCHIVE),
+    Migration("0009_change_feed_indexes", _CHANGE_FEED_INDEXES),
 )

@@ -27,6 +27,7 @@ from typing import Any, cast
 from knowledge_crawler.errors import SchemaMismatchError, StoreError, TransientStoreError
 from knowledge_crawler.store.base import (
     HEAD_COUNTERS,
+    ArchivedPage,
     CheckpointAdvance,
     DedupeRow,
     DuplicateUpdate,
@@ -113,7 +114,7 @@ INSERT INTO page_meta (
     word_count, language, thin, content_hash,
     duplicate_of, duplicate_kind, duplicate_score, http_status, etag, last_modified, status,
     first_seen_at, last_seen_at, last_checked_at, last_changed_at, next_check_at,
-    check_interval, depth
+    check_interval, depth, archive_file, archive_offset
 ) VALUES (
     :source_id, :canonical_url, :url, :final_url, :fetched_at, :title, :headings,
     :word_count, :language, :thin, :content_hash,
@@ -125,8 +126,8 @@ INSERT INTO page_meta (
                       WHERE source_id = :dup_source AND canonical_url = :dup_url)
          THEN :duplicate_score END,
     :http_status, :etag, :last_modified, 'active',
-    :fetched_at, :fetched_at, :fetched_at, :fetched_at, :next_check_at,
-    :check_interval, :depth
+    :fetched_at, :fetched_at, :fetched_at, COALESCE(:changed_at, :fetched_at), :next_check_at,
+    :check_interval, :depth, :archive_file, :archive_offset
 )
 ON CONFLICT (source_id, canonical_url) DO UPDATE SET
     url             = excluded.url,
@@ -146,16 +147,26 @@ ON CONFLICT (source_id, canonical_url) DO UPDATE SET
     http_status     = excluded.http_status,
     etag            = excluded.etag,
     last_modified   = excluded.last_modified,
-    status_changed_at = CASE WHEN page_meta.status = 'active' THEN page_meta.status_changed_at
-                             ELSE excluded.last_seen_at END,
-    status          = 'active',
-    status_reason   = NULL,
-    status_evidence = '[]',
-    last_seen_at    = excluded.last_seen_at,
-    last_checked_at = excluded.last_checked_at,
+    status_changed_at = CASE WHEN page_meta.status = 'active' OR :reextracted
+                             THEN page_meta.status_changed_at ELSE excluded.last_seen_at END,
+    status          = CASE WHEN :reextracted THEN page_meta.status ELSE 'active' END,
+    status_reason   = CASE WHEN :reextracted THEN page_meta.status_reason END,
+    status_evidence = CASE WHEN :reextracted THEN page_meta.status_evidence ELSE '[]' END,
+    last_seen_at    = CASE WHEN :reextracted THEN page_meta.last_seen_at
+                           ELSE excluded.last_seen_at END,
+    last_checked_at = CASE WHEN :reextracted THEN page_meta.last_checked_at
+                           ELSE excluded.last_checked_at END,
     next_check_at   = excluded.next_check_at,
     check_interval  = COALESCE(excluded.check_interval, page_meta.check_interval),
-    depth           = MIN(page_meta.depth, excluded.depth)
+    depth           = MIN(page_meta.depth, excluded.depth),
+    -- the response the stored content came from: this fetch's, unless it has none and
+    -- the content did not move (then the stored record still holds that content)
+    archive_file    = CASE WHEN excluded.archive_file IS NULL
+                            AND page_meta.content_hash = excluded.content_hash
+                           THEN page_meta.archive_file ELSE excluded.archive_file END,
+    archive_offset  = CASE WHEN excluded.archive_file IS NULL
+                            AND page_meta.content_hash = excluded.content_hash
+                           THEN page_meta.archive_offset ELSE excluded.archive_offset END
     -- first_seen_at is deliberately absent: set once, never updated
 """
 
@@ -165,6 +176,26 @@ VALUES ((SELECT id FROM page_meta WHERE source_id = :source_id AND canonical_url
         :content, :minhash, :minhash_params)
 ON CONFLICT (page_id) DO UPDATE SET
     content = excluded.content, minhash = excluded.minhash, minhash_params = excluded.minhash_params
+"""
+
+# The ids of a page's passages in order, as one text (compared with a record's own).
+_PASSAGE_IDS = (
+    "(SELECT group_concat(id, ',') FROM "
+    "(SELECT id FROM passages p WHERE p.page_id = m.id ORDER BY ord))"
+)
+
+# A page's passages, replaced whenever its content is written (new or changed content);
+# the full-text index follows by trigger.
+_DROP_PASSAGES = """
+DELETE FROM passages
+WHERE page_id = (SELECT id FROM page_meta WHERE source_id = ? AND canonical_url = ?)
+"""
+
+_PUT_PASSAGE = """
+INSERT INTO passages (id, page_id, ord, title, heading_path, content, word_count)
+VALUES (:id,
+        (SELECT id FROM page_meta WHERE source_id = :source_id AND canonical_url = :canonical_url),
+        :ord, :title, :heading_path, :content, :word_count)
 """
 
 # A 304: times, validators (a validator the response did not repeat stays) and the next
@@ -257,19 +288,134 @@ WHERE id = :run_id
 """
 
 _SAVE_VERSION = """
-INSERT INTO page_versions (page_id, content_hash, title, content, fetched_at, replaced_at)
-SELECT id, content_hash, title, content, fetched_at, ? FROM pages WHERE id = ?
+INSERT INTO page_versions (page_id, content_hash, title, content, fetched_at, replaced_at,
+                           archive_file, archive_offset)
+SELECT id, content_hash, title, content, fetched_at, ?, archive_file, archive_offset
+FROM pages WHERE id = ?
 """
 
 _PRIOR = """
-SELECT m.id, m.content_hash, c.minhash_params, c.page_id IS NOT NULL
+SELECT m.id, m.content_hash, c.minhash_params, c.page_id IS NOT NULL,
+       (SELECT group_concat(id, ',') FROM
+            (SELECT id FROM passages p WHERE p.page_id = m.id ORDER BY ord)), m.title
 FROM page_meta m LEFT JOIN page_content c ON c.page_id = m.id
 WHERE m.source_id = ? AND m.canonical_url = ?
 """
 
 
+# Full-text search over passages: BM25, a match in the page title worth three times one
+# in the text and one in the headings above the passage twice;
+# duplicates and tombstoned pages left out. bm25() is negative: smaller is better.
+_SEARCH = """
+SELECT p.id AS passage_id, m.source_id, m.canonical_url, m.final_url AS url, m.title,
+       p.heading_path, p.content,
+       bm25(passages_fts, 3.0, 2.0, 1.0) AS rank,
+       snippet(passages_fts, 2, '**', '**', '…', 24) AS snippet
+FROM passages_fts
+JOIN passages p ON p.seq = passages_fts.rowid
+JOIN page_meta m ON m.id = p.page_id
+WHERE passages_fts MATCH :match
+  AND (:ids IS NULL OR passages_fts.rowid IN (SELECT value FROM json_each(:ids)))
+  AND m.duplicate_of IS NULL
+  AND m.status <> 'tombstoned'
+  AND (:source IS NULL OR m.source_id = :source)
+ORDER BY rank, p.id
+LIMIT :k
+"""
+
+# The first candidates of a narrowed search (see SqliteStore.search), best first.
+_CANDIDATE_IDS = """
+SELECT rowid FROM passages_fts WHERE passages_fts MATCH :match
+ORDER BY bm25(passages_fts, 3.0, 2.0, 1.0) LIMIT :n
+"""
+
+# How many passages hold a term, counted up to :n (enough to tell common from rare).
+_TERM_COUNT = """
+SELECT count(*) FROM (SELECT 1 FROM passages_fts WHERE passages_fts MATCH :match LIMIT :n)
+"""
+
+#: candidates ranked by the rarer terms before every term scores them
+_CANDIDATES = 200
+#: a term in more than this share of all passages is "common" for narrowing a search
+_COMMON_SHARE = 0.2
+
+
+def _fts_match(terms: Sequence[Sequence[str]], require_all: bool) -> str:
+    """FTS5 syntax for words and phrases (made of \\w characters, so never a quote)."""
+    quoted = ['"' + " ".join(term).replace('"', " ") + '"' for term in terms if term]
+    return (" AND " if require_all else " OR ").join(quoted)
+
+
 #: keys looked up per statement (two bound values each, well under SQLite's limit)
 _KEYS_PER_STATEMENT = 400
+
+#: rows a streaming read (changes, export) takes from its cursor at a time
+_STREAM_ROWS = 64
+
+# What happened in a window, oldest first: small rows (no text), sorted by SQLite; the
+# texts of a change are read entry by entry. Ties: new before changed before a status.
+_CHANGES = """
+SELECT e.kind, e.time, e.page_id, e.version_id, m.source_id, m.canonical_url, m.title,
+       m.content_hash, m.status_reason
+FROM (
+    SELECT 0 AS rank, 'new' AS kind, first_seen_at AS time, id AS page_id, NULL AS version_id
+    FROM page_meta
+    WHERE first_seen_at >= :since AND (:until IS NULL OR first_seen_at < :until)
+    UNION ALL
+    SELECT 1, 'changed', replaced_at, page_id, id
+    FROM page_versions
+    WHERE replaced_at >= :since AND (:until IS NULL OR replaced_at < :until)
+    UNION ALL
+    SELECT 2, CASE status WHEN 'tombstoned' THEN 'tombstoned' ELSE 'restored' END,
+           status_changed_at, id, NULL
+    FROM page_meta
+    WHERE status != 'suspected_missing'
+      AND status_changed_at >= :since AND (:until IS NULL OR status_changed_at < :until)
+) e JOIN page_meta m ON m.id = e.page_id
+WHERE :source IS NULL OR m.source_id = :source
+ORDER BY e.time, e.rank, e.page_id, e.version_id
+"""
+
+# One page per row with its provenance, in storage order (no sort: rows stream).
+_EXPORT = """
+SELECT p.source_id, p.canonical_url, p.url, p.final_url, p.title, p.content, p.content_hash,
+       p.language, p.word_count, p.headings, p.fetched_at, p.last_changed_at,
+       (SELECT COUNT(*) FROM page_versions v WHERE v.page_id = p.id) + 1 AS version,
+       p.status, r.canonical_url AS duplicate_of
+FROM pages p LEFT JOIN page_meta r ON r.id = p.duplicate_of
+WHERE (:since IS NULL OR p.last_changed_at >= :since OR p.status_changed_at >= :since)
+  AND (:source IS NULL OR p.source_id = :source)
+  AND (:duplicates OR p.duplicate_of IS NULL)
+  AND (:tombstoned OR p.status != 'tombstoned')
+ORDER BY p.id
+"""
+
+# One row per passage, with its page's provenance; the same filters as _EXPORT.
+_EXPORT_PASSAGES = """
+SELECT s.id AS passage_id, s.ord, s.heading_path, s.content, s.word_count,
+       p.source_id, p.canonical_url, p.final_url AS url, p.title,
+       p.content_hash AS page_content_hash, p.fetched_at, p.last_changed_at,
+       (SELECT COUNT(*) FROM page_versions v WHERE v.page_id = p.id) + 1 AS version,
+       p.status, r.canonical_url AS duplicate_of
+FROM pages p JOIN passages s ON s.page_id = p.id
+LEFT JOIN page_meta r ON r.id = p.duplicate_of
+WHERE (:since IS NULL OR p.last_changed_at >= :since OR p.status_changed_at >= :since)
+  AND (:source IS NULL OR p.source_id = :source)
+  AND (:duplicates OR p.duplicate_of IS NULL)
+  AND (:tombstoned OR p.status != 'tombstoned')
+ORDER BY p.id, s.ord
+"""
+
+
+def _export_params(
+    since: str | None, source_id: str | None, duplicates: bool, tombstoned: bool
+) -> dict[str, Any]:
+    return {
+        "since": since,
+        "source": source_id,
+        "duplicates": int(duplicates),
+        "tombstoned": int(tombstoned),
+    }
 
 
 def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
@@ -315,7 +461,27 @@ def _row_params(rec: PageRecord) -> dict[str, Any]:
         "next_check_at": rec.next_check_at,
         "check_interval": rec.check_interval,
         "depth": rec.depth,
+        "archive_file": rec.archive_file,
+        "archive_offset": rec.archive_offset if rec.archive_file is not None else None,
+        "reextracted": int(rec.reextracted),
+        # a re-extraction that moves the hash moves last_changed_at to now, not to the
+        # (earlier) fetch: what changed the stored content happened now
+        "changed_at": utc_now() if rec.reextracted else None,
     }
+
+
+def _passage_params(rec: PageRecord) -> Iterator[dict[str, Any]]:
+    for passage in rec.passages:
+        yield {
+            "id": passage.id,
+            "source_id": rec.source_id,
+            "canonical_url": rec.canonical_url,
+            "ord": passage.ord,
+            "title": rec.title or "",
+            "heading_path": json.dumps(list(passage.heading_path), ensure_ascii=False),
+            "content": passage.content,
+            "word_count": passage.word_count,
+        }
 
 
 def record_json(rec: PageRecord) -> str:
@@ -434,7 +600,7 @@ class SqliteStore(Store):
                 ).fetchone()
                 if done:  # another process applied it while we waited for the lock
                     return
-                for statement in migration.statements:
+                for statement in (*migration.statements, *migration.sqlite_only):
                     conn.execute(statement)
                 if migration.rebuilds_table:
                     broken = conn.execute("PRAGMA foreign_key_check").fetchall()
@@ -536,7 +702,7 @@ class SqliteStore(Store):
                     result.changed += one.changed
                     result.unchanged += one.unchanged
                 result.unlinked += self._unlinked(loaded)
-                self._settle(loaded)
+                self._settle([rec for rec in loaded if not rec.reextracted])  # fetched ones
             elif kind is DuplicateUpdate:
                 updates = cast("list[DuplicateUpdate]", ops)
                 self._apply_updates(updates, result, isolate=bad is not None)
@@ -822,11 +988,16 @@ class SqliteStore(Store):
         contents: list[dict[str, Any]] = []
         pending: set[tuple[str, str]] = set()
 
+        written: list[PageRecord] = []  # records whose content (and passages) is written
+
         def write() -> None:
             conn.executemany(_UPSERT, rows)
             conn.executemany(_PUT_CONTENT, contents)
+            conn.executemany(_DROP_PASSAGES, [rec.key for rec in written])
+            conn.executemany(_PUT_PASSAGE, [p for rec in written for p in _passage_params(rec)])
             rows.clear()
             contents.clear()
+            written.clear()
             pending.clear()
 
         priors = self._priors([rec.key for rec in records])
@@ -839,14 +1010,22 @@ class SqliteStore(Store):
             if prior is None:
                 result.inserted.append(rec.key)
                 contents.append(params)
+                written.append(rec)
             elif prior[1] == rec.content_hash:
                 result.unchanged.append(rec.key)
                 if not prior[3] or prior[2] != rec.minhash_params:
                     contents.append(params)  # re-signed with other MinHash parameters
+                if (prior[4] or "") != ",".join(p.id for p in rec.passages) or (
+                    prior[5] != rec.title
+                ):
+                    # split otherwise (another KC_PASSAGE_WORDS, or stored before passages
+                    # existed), or retitled: the index needs the page again
+                    written.append(rec)
             else:
                 conn.execute(_SAVE_VERSION, (now, prior[0]))
                 result.changed.append(rec.key)
                 contents.append(params)
+                written.append(rec)
             rows.append(params)
             pending.add(rec.key)
         write()
@@ -859,7 +1038,9 @@ class SqliteStore(Store):
             marks = ", ".join("(?, ?)" for _ in chunk)
             for row in self._conn.execute(
                 "SELECT m.source_id, m.canonical_url, m.id, m.content_hash, c.minhash_params, "
-                "c.page_id IS NOT NULL FROM page_meta m "
+                "c.page_id IS NOT NULL, "
+                f"{_PASSAGE_IDS}, m.title "
+                "FROM page_meta m "
                 "LEFT JOIN page_content c ON c.page_id = m.id "
                 f"WHERE (m.source_id, m.canonical_url) IN (VALUES {marks})",
                 [part for key in chunk for part in key],
@@ -1048,6 +1229,44 @@ class SqliteStore(Store):
             ).fetchall()
         return [FrontierAdd(*row) for row in rows]
 
+    def archived_pages(self, source_ids: Sequence[str]) -> list[ArchivedPage]:
+        if not source_ids:
+            return []
+        marks = ", ".join("?" for _ in source_ids)
+        with self._lock, self._guard("cannot read the pages of"):
+            rows = self._conn.execute(
+                "SELECT p.source_id, p.canonical_url, p.url, p.final_url, p.fetched_at, "
+                "p.http_status, p.etag, p.last_modified, p.depth, p.next_check_at, "
+                "p.check_interval, p.status, p.content_hash, r.source_id, r.canonical_url, "
+                "p.duplicate_kind, p.duplicate_score, p.archive_file, p.archive_offset "
+                "FROM page_meta p LEFT JOIN page_meta r ON r.id = p.duplicate_of "
+                f"WHERE p.source_id IN ({marks}) ORDER BY p.first_seen_at, p.id",
+                tuple(source_ids),
+            ).fetchall()
+        return [
+            ArchivedPage(
+                source_id=row[0],
+                canonical_url=row[1],
+                url=row[2],
+                final_url=row[3],
+                fetched_at=row[4],
+                http_status=row[5],
+                etag=row[6],
+                last_modified=row[7],
+                depth=row[8],
+                next_check_at=row[9],
+                check_interval=row[10],
+                status=row[11],
+                content_hash=row[12],
+                duplicate_of=(row[13], row[14]) if row[14] is not None else None,
+                duplicate_kind=row[15],
+                duplicate_score=row[16],
+                archive_file=row[17],
+                archive_offset=row[18],
+            )
+            for row in rows
+        ]
+
     def history(self, canonical_url: str, *, source_id: str | None = None) -> list[dict[str, Any]]:
         where = "canonical_url = ?" + (" AND source_id = ?" if source_id is not None else "")
         params = (canonical_url,) + ((source_id,) if source_id is not None else ())
@@ -1070,6 +1289,116 @@ class SqliteStore(Store):
                     )
                 ]
         return out
+
+    def _stream(self, sql: str, params: Mapping[str, Any], what: str) -> Iterator[sqlite3.Row]:
+        """The rows of ``sql``, read ``_STREAM_ROWS`` at a time: memory stays flat.
+
+        The lock is held only while rows are read, not while the caller handles them;
+        the cursor is closed when the rows run out or the caller stops early.
+        """
+        with self._lock, self._guard(what):
+            cur = self._conn.cursor()
+            cur.row_factory = sqlite3.Row
+            cur.execute(sql, params)
+        try:
+            while True:
+                with self._lock, self._guard(what):
+                    rows = cur.fetchmany(_STREAM_ROWS)
+                if not rows:
+                    return
+                yield from rows
+        finally:
+            with contextlib.suppress(sqlite3.Error):  # the store may be closed already
+                cur.close()
+
+    def changes(
+        self,
+        since: str,
+        until: str | None = None,
+        *,
+        source_id: str | None = None,
+        contents: bool = True,
+    ) -> Iterator[dict[str, Any]]:
+        what = "cannot read the changes in"
+        params = {"since": since, "until": until, "source": source_id}
+        for row in self._stream(_CHANGES, params, what):
+            entry: dict[str, Any] = {
+                "kind": row["kind"],
+                "time": row["time"],
+                "source_id": row["source_id"],
+                "canonical_url": row["canonical_url"],
+                "title": row["title"],
+                "content_hash": row["content_hash"],
+                "reason": row["status_reason"] if row["kind"] == "tombstoned" else None,
+                "previous_content_hash": None,
+                "previous_fetched_at": None,
+                "fetched_at": None,
+            }
+            if row["kind"] == "changed":
+                with self._lock, self._guard(what):
+                    entry.update(self._change_texts(row["page_id"], row["version_id"], contents))
+            yield entry
+
+    def _change_texts(self, page_id: int, version_id: int, contents: bool) -> dict[str, Any]:
+        """The two sides of one change: the version replaced and the text that replaced it.
+
+        The new side is the page's next stored version, or its current content.
+        """
+        text = "content" if contents else "NULL"
+        old = self._conn.execute(
+            f"SELECT content_hash, fetched_at, {text} FROM page_versions WHERE id = ?",
+            (version_id,),
+        ).fetchone()
+        new = (
+            self._conn.execute(
+                f"SELECT content_hash, fetched_at, {text}, title FROM page_versions "
+                "WHERE page_id = ? AND id > ? ORDER BY id LIMIT 1",
+                (page_id, version_id),
+            ).fetchone()
+            or self._conn.execute(
+                f"SELECT content_hash, fetched_at, {text}, title FROM pages WHERE id = ?",
+                (page_id,),
+            ).fetchone()
+        )
+        texts: dict[str, Any] = {
+            "title": new[3],
+            "content_hash": new[0],
+            "previous_content_hash": old[0],
+            "previous_fetched_at": old[1],
+            "fetched_at": new[1],
+        }
+        if contents:
+            texts["previous_content"] = old[2]
+            texts["content"] = new[2]
+        return texts
+
+    def export_pages(
+        self,
+        *,
+        since: str | None = None,
+        source_id: str | None = None,
+        include_duplicates: bool = False,
+        include_tombstoned: bool = False,
+    ) -> Iterator[dict[str, Any]]:
+        params = _export_params(since, source_id, include_duplicates, include_tombstoned)
+        for row in self._stream(_EXPORT, params, "cannot export the pages of"):
+            page = dict(row)
+            page["headings"] = json.loads(page["headings"] or "[]")
+            yield page
+
+    def export_passages(
+        self,
+        *,
+        since: str | None = None,
+        source_id: str | None = None,
+        include_duplicates: bool = False,
+        include_tombstoned: bool = False,
+    ) -> Iterator[dict[str, Any]]:
+        params = _export_params(since, source_id, include_duplicates, include_tombstoned)
+        for row in self._stream(_EXPORT_PASSAGES, params, "cannot export the passages of"):
+            passage = dict(row)
+            passage["heading_path"] = json.loads(passage["heading_path"] or "[]")
+            yield passage
 
     def dependents(self, key: tuple[str, str]) -> list[DedupeRow]:
         with self._lock:
@@ -1117,6 +1446,80 @@ class SqliteStore(Store):
                 }
             )
         return list(clusters.values())
+
+    def search(
+        self,
+        terms: Sequence[Sequence[str]] = (),
+        *,
+        require_all: bool = False,
+        raw: str | None = None,
+        k: int = 10,
+        source_id: str | None = None,
+    ) -> list[dict[str, Any]]:
+        if raw is not None:
+            match, narrow = raw, None
+        else:
+            match = _fts_match(terms, require_all)
+            narrow = None if require_all else self._narrowed(terms)
+        if not match:
+            return []
+        params: dict[str, Any] = {"match": match, "k": k, "source": source_id, "ids": None}
+        try:
+            if narrow is not None:
+                # Rank by the rarer words first, then score those candidates with every
+                # word: a word in most passages costs most to rank and weighs least.
+                limit = max(_CANDIDATES, 20 * k)
+                ids = [r[0] for r in self.query(_CANDIDATE_IDS, {"match": narrow, "n": limit})]
+                params["ids"] = json.dumps(ids)
+                rows = self.query(_SEARCH, params)
+                if len(rows) < k:  # too few with the rare words (or left by the filters)
+                    params["ids"] = None
+                    rows = self.query(_SEARCH, params)
+            else:
+                rows = self.query(_SEARCH, params)
+        except sqlite3.OperationalError as exc:
+            error = store_error(exc, "search")
+            if isinstance(error, TransientStoreError):
+                raise error from exc
+            raise ValueError(f"cannot search for {match!r}: {exc}") from None  # its syntax
+        return [
+            {
+                "passage_id": r["passage_id"],
+                "source_id": r["source_id"],
+                "canonical_url": r["canonical_url"],
+                "url": r["url"],
+                "title": r["title"],
+                "heading_path": json.loads(r["heading_path"]),
+                "score": round(-r["rank"], 4),
+                "snippet": r["snippet"],
+                "content": r["content"],
+            }
+            for r in rows
+        ]
+
+    def _narrowed(self, terms: Sequence[Sequence[str]]) -> str | None:
+        """The rarer terms of an any-word query, as a match, when some of its terms are in
+        more than :data:`_COMMON_SHARE` of all passages (None: rank with every term)."""
+        if len(terms) < 2:
+            return None
+        [row] = self.query("SELECT count(*) FROM passages")
+        common = int(row[0] * _COMMON_SHARE)
+
+        def holders(term: Sequence[str]) -> int:
+            counted = self.query(_TERM_COUNT, {"match": _fts_match([term], False), "n": common + 1})
+            return int(counted[0][0])
+
+        rare = [term for term in terms if holders(term) <= common]
+        if not rare or len(rare) == len(terms):
+            return None
+        return _fts_match(rare, False)
+
+    def pages_without_passages(self) -> int:
+        [row] = self.query(
+            "SELECT COUNT(*) FROM page_meta m WHERE m.word_count > 0 "
+            "AND NOT EXISTS (SELECT 1 FROM passages p WHERE p.page_id = m.id)"
+        )
+        return int(row[0])
 
     def get_meta(self, key: str) -> str | None:
         with self._lock:

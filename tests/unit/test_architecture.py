@@ -3,6 +3,8 @@
 pure core (transform/, discovery/, sync/, sources, items, meta, errors) -> stdlib and pure libraries
 store/  -> no Scrapy, no transform/ (it saves values and never computes them)
 cli/    -> never Scrapy or Twisted (fast start, testable without a reactor)
+archive.py -> no Scrapy, no store (WARC files and bytes only: an IO module beside store/)
+reextract.py -> no Scrapy, no click (the re-extraction the CLI runs: store + pure floors)
 settings.py -> only knowledge_crawler.config from the package (dotted strings otherwise)
 """
 
@@ -40,6 +42,8 @@ RULES: dict[str, tuple[str, ...]] = {
     "errors.py": (*SCRAPY_WORLD, *DATABASES, "knowledge_crawler"),
     "store": (*SCRAPY_WORLD, "click", "knowledge_crawler.transform", *ADAPTERS),
     "cli": (*SCRAPY_WORLD,),
+    "archive.py": (*SCRAPY_WORLD, *DATABASES, "click", "knowledge_crawler.store", *ADAPTERS),
+    "reextract.py": (*SCRAPY_WORLD, *DATABASES, "click", *ADAPTERS),
     "config.py": (*SCRAPY_WORLD, *DATABASES, "click", "knowledge_crawler.store", *ADAPTERS),
 }
 
@@ -83,7 +87,8 @@ def test_settings_import_only_the_config() -> None:
 def test_cli_starts_without_scrapy() -> None:
     code = (
         "import sys; from knowledge_crawler.cli.main import cli;"
-        "from knowledge_crawler.cli import stats, validate, extract;"
+        "from knowledge_crawler.cli import stats, validate, extract, reextract;"
+        "import knowledge_crawler.reextract;"
         "bad = [m for m in ('scrapy', 'twisted') if m in sys.modules];"
         "print(','.join(bad))"
     )

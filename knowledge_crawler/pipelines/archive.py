@@ -1,0 +1,137 @@
+"""0. archive: every page response into the raw archive, before anything else reads it.
+
+Each :class:`~knowledge_crawler.items.PageItem` (HTML or not) is written as a WARC
+``response`` record by :class:`knowledge_crawler.archive.WarcWriter` (what a record
+holds, and which headers are left out, is said there). The pipeline then puts the
+record's location on the item (``archive_file``, relative to the archive folder, and
+``archive_offset``), which the store keeps with the page's content, and drops the raw
+body and headers from the item so they leave memory early.
+
+Writing runs on one thread of its own (a single-worker executor), never on the
+reactor thread: records are appended in the order items arrive, and each item
+waits (``await``) for its own record, so a location is only ever handed on for a
+record that is written and flushed. A record that cannot be written (disk full, a
+folder that cannot be created) is counted (``kc/archive/failed``) and logged; the
+page goes on without a location, and the next record starts a new file.
+
+Settings: ``KC_ARCHIVE_ENABLED``, ``KC_ARCHIVE_DIR``, ``KC_ARCHIVE_MAX_BYTES``.
+Stats: ``kc/archive/records``, ``kc/archive/bytes`` (compressed), ``kc/archive/files``,
+``kc/archive/failed``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from scrapy.crawler import Crawler
+
+from knowledge_crawler.archive import ArchiveLocation, WarcWriter, archive_dir
+from knowledge_crawler.config import KcConfig
+from knowledge_crawler.errors import ConfigError
+from knowledge_crawler.items import PageItem
+from knowledge_crawler.pipelines._base import KcPipeline
+
+logger = logging.getLogger(__name__)
+
+#: at most one "cannot archive" ERROR line per this many seconds
+_WARN_EVERY = 10.0
+
+
+def check_archive(settings: Any) -> None:
+    """With archiving on, the archive folder must be known and creatable: else
+    :class:`ConfigError` naming it (``scrapy crawl`` stops before any request)."""
+    config = KcConfig.from_settings(settings)
+    if not config.archive_enabled:
+        return
+    directory = archive_dir(config.database_url, config.archive_dir)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot create the archive folder {directory}: {exc.strerror or exc} "
+            "(set KC_ARCHIVE_DIR, or KC_ARCHIVE_ENABLED=false)"
+        ) from None
+
+
+class ArchivePipeline(KcPipeline):
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        config = KcConfig.from_settings(crawler.settings)
+        self.enabled = config.archive_enabled
+        #: the archive folder (None when archiving is off)
+        self.directory: Path | None = (
+            archive_dir(config.database_url, config.archive_dir) if self.enabled else None
+        )
+        self.max_bytes = config.archive_max_bytes
+        self._writer: WarcWriter | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._warned = 0.0
+
+    async def process_item(self, item: Any) -> Any:
+        if not isinstance(item, PageItem):
+            return item
+        headers, body = item.response_headers, item.body
+        item.response_headers, item.body = [], None  # the item no longer holds them
+        if not self.enabled or body is None:
+            return item
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kc-archive")
+        write = functools.partial(self._write, item, headers, body, self._tag())
+        try:
+            where = await asyncio.get_running_loop().run_in_executor(self._executor, write)
+        except Exception as exc:
+            self.inc("archive/failed")
+            if time.monotonic() - self._warned >= _WARN_EVERY:
+                self._warned = time.monotonic()
+                logger.error(
+                    "cannot archive %s in %s: %s (the page is stored without an archive record)",
+                    item.final_url,
+                    self.directory,
+                    " ".join(str(exc).split()) or type(exc).__name__,
+                )
+            return item
+        item.archive_file, item.archive_offset = where.file, where.offset
+        self.inc("archive/records")
+        self.inc("archive/bytes", where.length)
+        return item
+
+    def _tag(self) -> str:
+        """What the writer's file names carry: this crawl's run id, else the pid."""
+        run_id = self.runtime.run_id
+        return f"run{run_id}" if run_id is not None else f"pid{os.getpid()}"
+
+    def _write(
+        self, item: PageItem, headers: list[tuple[str, str]], body: bytes, tag: str
+    ) -> ArchiveLocation:
+        """On the writer thread: one record, in arrival order."""
+        if self._writer is None:
+            assert self.directory is not None
+            self._writer = WarcWriter(self.directory, max_bytes=self.max_bytes, tag=tag)
+        extra = {"KC-Rendered": "playwright"} if item.rendered else None
+        return self._writer.write_response(
+            item.final_url, item.http_status, headers, body, date=item.fetched_at, extra=extra
+        )
+
+    def _close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+
+    async def close_spider(self) -> None:
+        executor, self._executor = self._executor, None
+        if executor is None:
+            return
+        try:
+            await asyncio.get_running_loop().run_in_executor(executor, self._close)
+        except OSError as exc:
+            logger.error("cannot close the archive file in %s: %s", self.directory, exc)
+        finally:
+            executor.shutdown(wait=True)
+        if self._writer is not None:
+            self.stats.set_value("kc/archive/files", len(self._writer.files))
