@@ -37,7 +37,7 @@ PACKAGES = ("scrapy", "twisted", "lxml", "trafilatura", "datasketch", "numpy")
 BENCHMARKS: list[tuple[str, str, str, list[str], list[str]]] = [
     ("extract", "Extraction speed", "bench_extract.py", [], ["--repeat", "1"]),
     ("minhash", "MinHash signatures and near-duplicates", "bench_minhash.py", ["--quick"], []),
-    ("store", "SQLite store load speed", "bench_store.py", [], ["--quick"]),
+    ("store", "Store load speed (SQLite, PostgreSQL)", "bench_store.py", [], ["--quick"]),
     ("restore", "Dedupe state restore at spider start", "bench_dedupe_restore.py", [], ["--quick"]),
     ("crawl", "Whole-crawl throughput", "bench_crawl.py", [], ["--quick"]),
     ("sync", "Incremental re-crawl (conditional GET)", "bench_sync.py", [], ["--quick"]),

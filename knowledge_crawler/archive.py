@@ -50,6 +50,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from knowledge_crawler import __version__
+from knowledge_crawler.config import display_url
 from knowledge_crawler.errors import ConfigError, KcError
 
 __all__ = [
@@ -131,7 +132,8 @@ def archive_dir(database_url: str, setting: str = "") -> Path:
     path = database_url[len(prefix) :] if database_url.startswith(prefix) else ""
     if not path or path == ":memory:":
         raise ConfigError(
-            f"KC_ARCHIVE_DIR must be set: the archive has no folder beside {database_url!r} "
+            f"KC_ARCHIVE_DIR must be set: the archive has no folder beside "
+            f"{display_url(database_url)!r} "
             "(or set KC_ARCHIVE_ENABLED=false)"
         )
     return Path(path).parent / ARCHIVE_FOLDER

@@ -13,20 +13,22 @@ naming the setting when a value is unusable.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
 from knowledge_crawler.errors import ConfigError
 
-__all__ = ["DEFAULTS", "KcConfig", "setting_name"]
+__all__ = ["DEFAULTS", "KcConfig", "display_url", "setting_name"]
 
 
 @dataclass(frozen=True, slots=True)
 class KcConfig:
     """Every ``KC_*`` setting: field ``store_batch_size`` is setting ``KC_STORE_BATCH_SIZE``."""
 
-    #: where the dataset lives: sqlite:///PATH (relative to the working directory)
+    #: where the dataset lives: sqlite:///PATH (relative to the working directory), or a
+    #: PostgreSQL database, postgresql://USER@HOST/DB (any libpq URL)
     database_url: str = "sqlite:///data/knowledge.db"
     #: contact shown in the User-Agent so site owners can reach the operator
     contact: str = "https://github.com/knowledge-crawler"
@@ -34,7 +36,8 @@ class KcConfig:
     store_batch_size: int = 200
     #: the longest a row waits in memory before its batch is written (s)
     store_flush_seconds: float = 2.0
-    #: how long one SQLite statement waits for another writer's lock (s)
+    #: how long one statement waits for another writer's lock (s): SQLite's busy timeout,
+    #: PostgreSQL's lock_timeout
     store_busy_timeout: float = 10.0
     #: how long a batch is retried after transient database errors before the crawl stops (s)
     store_retry_seconds: float = 60.0
@@ -64,6 +67,12 @@ class KcConfig:
     #: fetch private, loopback and link-local addresses for every host, not only for the
     #: hosts a source names itself (F-SAFETY)
     allow_private_addresses: bool = False
+    #: Redis of a crawl shared by several processes (F-SCALE), redis://HOST:PORT/DB: the
+    #: request queue, the page dupefilter and the page budgets live there; empty: one process
+    redis_url: str = ""
+    #: first part of the Redis keys of a shared crawl (``PREFIX:SPIDER:requests``, ...), so that
+    #: crawls that share a Redis keep apart
+    redis_key_prefix: str = "kc"
     #: the Chromium that renders ``render = "playwright"``/``"auto"`` pages; empty: the first
     #: of ``chromium``, ``chromium-browser``, ``google-chrome`` on PATH, else /usr/bin/chromium
     chromium_path: str = ""
@@ -93,6 +102,15 @@ class KcConfig:
         """Raise :class:`ConfigError` for values no crawl can use."""
         if not self.database_url.strip():
             raise ConfigError("KC_DATABASE_URL is empty")
+        if self.redis_url and not self.redis_url.startswith(("redis://", "rediss://", "unix://")):
+            raise ConfigError(
+                f"KC_REDIS_URL: expected redis://HOST:PORT/DB, rediss://... or unix://..., "
+                f"got {display_url(self.redis_url)!r}"
+            )
+        if self.redis_url and not re.fullmatch(r"[A-Za-z0-9_.:-]+", self.redis_key_prefix):
+            raise ConfigError(
+                f"KC_REDIS_KEY_PREFIX: letters, digits and _.:- only, got {self.redis_key_prefix!r}"
+            )
         for name in (
             "store_batch_size",
             "store_flush_seconds",
@@ -112,6 +130,20 @@ class KcConfig:
         for name in ("store_busy_timeout", "store_retry_seconds", "progress_seconds"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{setting_name(name)} must be >= 0, got {getattr(self, name)}")
+
+
+def display_url(url: str) -> str:
+    """A database URL as messages and logs show it: without its password.
+
+    >>> display_url("postgresql://kc:s3cret@db.example:5432/kc")
+    'postgresql://kc:***@db.example:5432/kc'
+    >>> display_url("postgresql://db.example/kc?sslmode=require&password=s3cret")
+    'postgresql://db.example/kc?sslmode=require&password=***'
+    >>> display_url("sqlite:///data/knowledge.db")
+    'sqlite:///data/knowledge.db'
+    """
+    url = re.sub(r"^(\w+://[^:/@?#]*):[^@/?#]*@", r"\1:***@", url)
+    return re.sub(r"([?&]password=)[^&#]*", r"\1***", url)
 
 
 def setting_name(field_name: str) -> str:

@@ -50,6 +50,12 @@ class PageItem:
     body: bytes | None = None
     #: the body is the page's HTML after a browser ran its scripts, not the HTTP body
     rendered: bool = False
+    #: the spider's CSS or XPath selector for the main content (extract uses the
+    #: elements it matches instead of automatic extraction); None: automatic
+    content_selector: str | None = None
+    #: the spider's extra fields for this page (``extra_fields``), checked by extract:
+    #: JSON values by name, stored in ``page_meta.extra``
+    extra: dict[str, Any] = field(default_factory=dict)
 
     # -- 0. archive -------------------------------------------------------------
     #: where the response is archived: WARC file (relative to the archive folder) and the

@@ -40,6 +40,34 @@ def db_url(tmp_path: Path) -> str:
 
 
 @pytest.fixture(scope="session")
+def postgres_database() -> Iterator[str]:
+    """A PostgreSQL database of this session's own (random name, dropped at the end) on the
+    server of ``KC_TEST_POSTGRES_URL`` (default the local one); skipped when the server does
+    not answer, except under ``CI=true``, where the tests that need it fail instead."""
+    from knowledge_crawler.config import display_url
+    from tests.postgres import SERVER_URL, reachable, session_database
+
+    why = reachable()
+    if why is not None:
+        message = f"no PostgreSQL at {display_url(SERVER_URL)} (KC_TEST_POSTGRES_URL): {why}"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    with session_database() as url:
+        yield url
+
+
+@pytest.fixture
+def postgres_url(postgres_database: str) -> Iterator[str]:
+    """The URL of a fresh, empty PostgreSQL schema (``search_path``), dropped after the test."""
+    from tests.postgres import create_schema, drop_schema
+
+    url = create_schema(postgres_database)
+    yield url
+    drop_schema(url)
+
+
+@pytest.fixture(scope="session")
 def chromium() -> str:
     """The machine's Chromium (``make install`` puts Debian's in place); under ``CI=true``
     a missing one fails the test instead of skipping it."""

@@ -50,7 +50,7 @@ def database_option(function: Any) -> Any:
         default=DEFAULT_DATABASE_URL,
         show_default=True,
         metavar="URL",
-        help="Database URL (sqlite:///PATH); also read from KC_DATABASE_URL.",
+        help="Database URL (sqlite:///PATH or postgresql://...); also read from KC_DATABASE_URL.",
     )(function)
 
 
@@ -59,7 +59,9 @@ def open_existing_store(url: str) -> Any:
 
     :class:`BadInput` (exit 2, one line naming the path and the reason) when a
     SQLite file is missing, its path leads through a file, or it cannot be
-    opened: not a database, a directory, read-only, written by a newer version.
+    opened: not a database, a directory, read-only, written by a newer version;
+    or when a PostgreSQL server cannot be reached or refuses the connection (the
+    URL is shown without its password).
     """
     import os
 

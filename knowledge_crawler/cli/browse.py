@@ -176,7 +176,10 @@ def datasette_metadata(name: str, path: str) -> dict[str, Any]:
 
 def _sqlite_path(url: str) -> str:
     if not url.startswith("sqlite:///"):
-        raise BadInput(f"browse needs a SQLite database (sqlite:///PATH), not {url!r}")
+        from knowledge_crawler.store.base import display_url
+
+        shown = display_url(url)
+        raise BadInput(f"browse needs a SQLite database (sqlite:///PATH), not {shown!r}")
     path = url[len("sqlite:///") :]
     if path == ":memory:":
         raise BadInput("browse needs a database file, not sqlite:///:memory:")

@@ -97,8 +97,9 @@ def export(
     Each object: source_id, canonical_url, url (requested), final_url (after
     redirects), title, content (markdown), content_hash, language,
     word_count, headings, fetched_at, last_changed_at, version (the current
-    version's number: stored versions + 1), status and duplicate_of (the
-    representative's canonical URL, or null). Duplicates and tombstoned pages
+    version's number: stored versions + 1), status, duplicate_of (the
+    representative's canonical URL, or null) and extra (a per-site spider's
+    extra fields, an object; {} for none). Duplicates and tombstoned pages
     are left out unless asked for.
 
     --since exports only what changed (content, or status: tombstoned or

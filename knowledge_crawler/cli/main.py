@@ -73,6 +73,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "knowledge_crawler.cli.browse:browse",
         "Open the database in Datasette (read-only), with canned queries.",
     ),
+    "schedule": (
+        "knowledge_crawler.cli.schedule:schedule",
+        "Recurring refresh crawls per source (subprocess or scrapyd), until stopped.",
+    ),
 }
 
 

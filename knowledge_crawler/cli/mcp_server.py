@@ -75,7 +75,8 @@ class DatasetTools:
     """The three tools, as plain methods over an open store.
 
     ``search`` and ``changes`` go through the :class:`~knowledge_crawler.store.Store`
-    contract; ``get_page`` reads the page tables with ``store.query`` (SQLite).
+    contract; ``get_page`` reads the page tables with ``store.query`` (SQL that SQLite
+    and PostgreSQL both read).
     """
 
     def __init__(self, store: Any) -> None:

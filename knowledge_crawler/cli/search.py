@@ -29,7 +29,8 @@ __all__ = ["search"]
     "--fts",
     "raw",
     is_flag=True,
-    help='QUERY is SQLite FTS5 syntax (AND, OR, NOT, NEAR, "phrases", prefix*), as typed.',
+    help="QUERY is the database's own syntax, as typed: SQLite FTS5 (AND, OR, NOT, NEAR, "
+    '"phrases", prefix*) or PostgreSQL to_tsquery (&, |, !, <->, prefix:*).',
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON Lines, one passage each.")
 def search(

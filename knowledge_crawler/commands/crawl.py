@@ -2,10 +2,12 @@
 
 For the ``knowledge`` spider and every per-site spider derived from it:
 
-* a bad seeds file or argument, a database that cannot be opened, written
-  or does not suit the settings, or an archive folder that cannot be created,
-  prints one line naming what is wrong (file, source, key; path and reason)
-  and exits with status 2, before any request;
+* a bad seeds file or argument, a per-site spider's bad link rule or selector
+  (``follow``, ``deny``, ``link_selector``, ``content_selector``), a database
+  that cannot be opened, written or does not suit the settings, or an archive
+  folder that cannot be created, prints one line naming what is wrong (file,
+  source, key; spider and attribute; path and reason) and exits with status 2,
+  before any request;
 * the exit status follows the run's recorded outcome (``kc/outcome``):
   0 ``finished``; 1 ``failed`` (none of the start URLs could be fetched, or the
   database could not be written), with one line saying why; 130 ``interrupted``
@@ -56,13 +58,19 @@ class Command(ScrapyCrawlCommand):
         # so a bad argument costs one line on stderr and no request.
         super().process_options(args, opts)
         assert self.settings is not None
-        if len(args) != 1 or not self._is_knowledge_spider(args[0]):
+        spider = self._spider_class(args[0]) if len(args) == 1 else None
+        if spider is None:
             return
         try:
+            spider.check_spider_class()
             sources = check_arguments(dict(opts.spargs))
             check_database(self.settings)
             check_archive(self.settings)
             check_browser(sources, self.settings)
+            if self.settings.get("KC_REDIS_URL"):  # scrapy-redis only for a shared crawl
+                from knowledge_crawler.frontier import check_redis
+
+                check_redis(self.settings)
         except ConfigError as exc:
             print(f"scrapy crawl {args[0]}: error: {exc}", file=sys.stderr)
             sys.exit(2)
@@ -87,9 +95,13 @@ class Command(ScrapyCrawlCommand):
             print(f"scrapy crawl {args[0]}: interrupted; the run is recorded", file=sys.stderr)
 
     def _is_knowledge_spider(self, name: str) -> bool:
+        return self._spider_class(name) is not None
+
+    def _spider_class(self, name: str) -> type[KnowledgeSpider] | None:
+        """The spider class of that name if it is a knowledge spider, else None."""
         assert self.settings is not None
         try:
             spider = get_spider_loader(self.settings).load(name)
         except KeyError:
-            return False  # Scrapy's own command reports the unknown name
-        return issubclass(spider, KnowledgeSpider)
+            return None  # Scrapy's own command reports the unknown name
+        return spider if issubclass(spider, KnowledgeSpider) else None

@@ -103,6 +103,7 @@ def to_record(item: PageItem, **schedule: Any) -> PageRecord:
         archive_offset=item.archive_offset,
         requested_key=item.request_key if item.request_key != item.canonical_url else None,
         passages=PassageRecord.of(item.passages),
+        extra=item.extra,
         **schedule,
     )
 

@@ -10,6 +10,13 @@ Arguments whose name starts with ``_`` are accepted and kept as attributes
 (scrapyd runs every job with ``-a _job=ID``; the run record keeps that id).
 The spider only discovers and fetches: it yields :class:`PageItem` for each
 response and follows in-scope links; the pipelines do everything else.
+
+A per-site spider derived from it (``scrapy genspider -t knowledge NAME DOMAIN``,
+``docs/spiders.md``) may set class attributes checked when it starts: ``follow``
+and ``deny`` (URL regexes) and ``link_selector`` (CSS or XPath) narrow the links
+followed from pages; ``content_selector`` (CSS or XPath) names the main content
+instead of automatic extraction; and it may override :meth:`KnowledgeSpider.extra_fields`
+to store extra values with each page.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from twisted.python.failure import Failure
 
 from knowledge_crawler import __version__, meta
 from knowledge_crawler.chromium import install_browser
+from knowledge_crawler.discovery.links import LinkRules
 from knowledge_crawler.errors import ConfigError
 from knowledge_crawler.items import FailureItem, NotModifiedItem, PageItem
 from knowledge_crawler.runtime import runtime_for
@@ -42,6 +50,7 @@ from knowledge_crawler.store import utc_now
 from knowledge_crawler.sync.retry import AttemptState, limit_kind
 from knowledge_crawler.transform.canonical import canonical_url, fetch_url
 from knowledge_crawler.transform.extract import decode_html, looks_like_html
+from knowledge_crawler.transform.selector import selector_xpath
 
 logger = logging.getLogger(__name__)
 
@@ -52,16 +61,29 @@ _HTML_TYPES = (b"text/html", b"application/xhtml+xml")
 _SKIPPED_EXTENSIONS = frozenset(f".{ext}" for ext in IGNORED_EXTENSIONS)
 
 
-def page_links(response: TextResponse) -> list[str]:
+def page_links(response: TextResponse, region: str | None = None) -> list[str]:
     """Absolute http(s) URLs of the page's ``<a>``/``<area>`` links, in order, without repeats.
 
     A lean replacement for Scrapy's LinkExtractor (which cost about 14 ms a page,
     mostly in its extension filter): the same sources, one XPath, a set lookup
-    for skipped file extensions.
+    for skipped file extensions. ``region``: an XPath (``LinkRules.region``) of the
+    parts of the page to take links from (links in them or that they are); None:
+    the whole page.
     """
     base = get_base_url(response)
     found: dict[str, None] = {}
-    for href in response.xpath("//a/@href | //area/@href").getall():
+    if region is None:
+        hrefs = response.xpath("//a/@href | //area/@href").getall()
+    else:
+        hrefs = [
+            href
+            for part in response.xpath(region)
+            if not isinstance(part.root, str)  # an element, not text or an attribute
+            for href in part.xpath(
+                "descendant-or-self::a/@href | descendant-or-self::area/@href"
+            ).getall()
+        ]
+    for href in hrefs:
         url = urljoin(base, href.strip())
         if not url.startswith(("http://", "https://")):
             continue
@@ -131,6 +153,51 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
     name = "knowledge"
     allowed_domains: list[str] = []
 
+    # -- what a per-site spider may set (checked when it starts: check_spider_class) --
+
+    #: URL regexes: when any are given, a link found on a page is followed only if one
+    #: matches it (searched in the absolute URL), on top of the source's scope
+    follow: tuple[str, ...] = ()
+    #: URL regexes: a link found on a page that one matches is not followed
+    deny: tuple[str, ...] = ()
+    #: CSS selector (XPath if it starts with ``/`` or ``(``) of the parts of a page that
+    #: links are followed from, e.g. ``"nav.pagination, main"``; None: the whole page
+    link_selector: str | None = None
+    #: CSS selector (XPath if it starts with ``/`` or ``(``) of the page's main content,
+    #: used instead of automatic extraction and rendered as markdown; a page where it
+    #: matches no text is extracted automatically (``kc/extract/selector_missed``)
+    content_selector: str | None = None
+
+    def extra_fields(self, response: TextResponse) -> dict[str, Any]:
+        """Extra values to store with this HTML page (``pages.extra``, a JSON object).
+
+        Override it in a per-site spider, e.g. ``{"price": response.css(".price::text").get()}``.
+        Values must be what JSON holds (str, int, float, bool, None, lists, dicts with
+        string keys); a page whose extras are not is stored without them
+        (``kc/extract/extra_invalid``), and so is one whose hook raises
+        (``kc/spider/extra_fields_failed``). Called for every HTML page fetched (not
+        for a 304, which is not parsed), before its links are followed.
+        """
+        return {}
+
+    @classmethod
+    def check_spider_class(cls) -> LinkRules:
+        """The spider's link rules, checked with its ``content_selector``.
+
+        :class:`ConfigError` naming the spider and the attribute when one is bad:
+        ``spider 'shop': deny[0]: bad regex '(': missing ), ...``.
+        """
+        try:
+            rules = LinkRules.of(cls.follow, cls.deny, cls.link_selector)
+            if cls.content_selector is not None:
+                try:
+                    selector_xpath(cls.content_selector)
+                except ValueError as exc:
+                    raise ValueError(f"content_selector: {exc}") from None
+        except ValueError as exc:
+            raise ConfigError(f"spider {cls.name!r}: {exc}") from None
+        return rules
+
     def __init__(
         self,
         seeds: str | None = None,
@@ -140,11 +207,16 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
     ) -> None:
         super().__init__(**kwargs)  # keeps runner arguments such as ``_job`` as attributes
         args = {"seeds": seeds or "", "mode": mode} | ({"source": source} if source else {})
+        self.link_rules = self.check_spider_class()
+        self._extra_failed_logged = False
         self.mode = mode
         self.job_id: str | None = kwargs.get("_job")
         self._slots: dict[str, str] = {}  # source id -> its own download slot
         self.sources: dict[str, Source] = {s.id: s for s in check_arguments(args)}
         self._seen: dict[str, set[str]] = {sid: set() for sid in self.sources}
+        #: several processes crawl together (KC_REDIS_URL): page requests go through the
+        #: shared dupefilter, which also keeps the sources' max_pages budgets
+        self.shared_frontier = False
 
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
@@ -169,6 +241,10 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         domains = {d for s in spider.sources.values() for d in s.allowed_domains}
         spider.allowed_domains = sorted(domains | {_strip_www(d) for d in domains})
         spider._configure_slots(crawler)
+        if crawler.settings.get("KC_REDIS_URL"):  # scrapy-redis only for a shared crawl
+            from knowledge_crawler.frontier import install_frontier
+
+            spider.shared_frontier = install_frontier(crawler)
         # Playwright and Chromium only for a crawl with a source that renders (F-RENDER)
         install_browser(crawler, spider.sources.values())
         return spider
@@ -256,7 +332,11 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             yield request
 
     def request_for(self, source: Source, url: str, depth: int) -> Request | None:
-        """A request for ``url`` unless it is out of scope, already seen or over the budget."""
+        """A request for ``url`` unless it is out of scope, already seen or over the budget.
+
+        With a shared frontier the seen set and the budget here are this process's
+        first filter; the shared dupefilter has the last word (knowledge_crawler.frontier).
+        """
         if not source.in_scope(url):
             return None
         key = _link_key(url, source.keep_params, source.tracking_params)
@@ -265,6 +345,8 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         seen = self._seen[source.id]
         if key in seen:
             return None
+        # Shared or not, every page seen here counts in the source's budget: this
+        # process's seen pages are never more than the crawl's.
         if source.max_pages and len(seen) >= source.max_pages:
             self.crawler.stats.inc_value("kc/discovery/over_max_pages")
             return None
@@ -282,9 +364,10 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             # depth limit cuts the same pages on every run.
             priority=-depth,
             meta=request_meta,
-            # The seen set above is the de-duplication, per source: Scrapy's global
-            # dupefilter would drop a page that two sources share from the second one.
-            dont_filter=True,
+            # One process: the seen set above is the de-duplication, per source (Scrapy's
+            # dupefilter would drop a page that two sources share from the second one).
+            # Several: the shared dupefilter, whose fingerprint is source and key.
+            dont_filter=not self.shared_frontier,
         )
 
     # -- fetch results ----------------------------------------------------------
@@ -331,6 +414,7 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
                 and (content_type or "").lower().encode().startswith(_HTML_TYPES)
             )
         ) and looks_like_html(response.body[:4096])  # not binary or gzip labelled text/html
+        extra = self._extra_fields(response) if is_html else {}
         yield PageItem(
             source_id=source.id,
             url=redirects[0],
@@ -353,6 +437,8 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             ],
             body=response.body,
             rendered=bool(response.meta.get("playwright")),
+            content_selector=self.content_selector if is_html else None,
+            extra=extra,
         )
         if (
             isinstance(response, TextResponse)
@@ -361,10 +447,36 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             and source.follow_links
             and depth < source.depth_limit
         ):
-            for link in page_links(response):
+            rules = self.link_rules
+            links = page_links(response, rules.region)
+            if rules.region is not None and not links:
+                stats.inc_value("kc/discovery/link_selector_empty")
+            for link in links:
+                if rules.filters and not rules.allows(link):
+                    stats.inc_value("kc/discovery/link_denied")
+                    continue
                 request = self.request_for(source, link, depth + 1)
                 if request is not None:
                     yield request
+
+    def _extra_fields(self, response: Response) -> dict[str, Any]:
+        """:meth:`extra_fields` of an HTML page; ``{}`` (counted and logged) if it raises."""
+        assert isinstance(response, TextResponse)
+        try:
+            return self.extra_fields(response)
+        except Exception as exc:
+            self.crawler.stats.inc_value("kc/spider/extra_fields_failed")
+            first = not self._extra_failed_logged
+            self._extra_failed_logged = True
+            logger.log(
+                logging.WARNING if first else logging.DEBUG,
+                "%s.extra_fields failed on %s: %r; the page is stored without extra fields",
+                type(self).__name__,
+                response.url,
+                exc,
+                exc_info=first,
+            )
+            return {}
 
     def _given_up_item(self, request: Request, kind: str) -> Iterator[FailureItem]:
         source = self.sources.get(request.meta.get(meta.SOURCE, ""))

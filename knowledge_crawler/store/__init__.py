@@ -21,6 +21,7 @@ from knowledge_crawler.store.base import (
     Store,
     Touch,
     UpsertResult,
+    display_url,
     record_dict,
     utc_now,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "Store",
     "Touch",
     "UpsertResult",
+    "display_url",
     "open_store",
     "record_dict",
     "utc_now",
@@ -50,15 +52,24 @@ __all__ = [
 
 
 def open_store(url: str, *, busy_timeout: float = 10.0) -> Store:
-    """Open (and migrate) the store at ``url``: ``sqlite:///PATH`` (PostgreSQL comes later).
+    """Open (and migrate) the store at ``url``: ``sqlite:///PATH``, or a PostgreSQL
+    database, ``postgresql://...`` (``postgres://...``; any libpq URL).
 
     ``busy_timeout``: seconds a statement waits for another writer's lock. Anything
     that stops the opening (no such folder, not a database, read-only, locked, a
-    newer schema) raises one :class:`StoreError` line naming the path and the reason.
+    server that does not answer, a newer schema) raises one :class:`StoreError` line
+    naming the path or URL (never its password) and the reason.
     """
     if url.startswith("sqlite:///"):
         from knowledge_crawler.store.sqlite import SqliteStore
 
         return SqliteStore(url, busy_timeout=busy_timeout)
+    if url.startswith(("postgresql://", "postgres://")):
+        from knowledge_crawler.store.postgres import PostgresStore
+
+        return PostgresStore(url, busy_timeout=busy_timeout)
     scheme = url.split(":", 1)[0] if ":" in url else url
-    raise StoreError(f"unsupported database URL scheme {scheme!r} in {url!r} (use sqlite:///PATH)")
+    raise StoreError(
+        f"unsupported database URL scheme {scheme!r} in {display_url(url)!r} "
+        "(use sqlite:///PATH or postgresql://...)"
+    )

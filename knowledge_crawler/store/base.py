@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from knowledge_crawler.config import display_url
+
 __all__ = [
     "HEAD_COUNTERS",
     "RUN_OUTCOMES",
@@ -38,6 +40,7 @@ __all__ = [
     "Store",
     "Touch",
     "UpsertResult",
+    "display_url",
     "record_dict",
     "utc_now",
 ]
@@ -129,6 +132,9 @@ class PageRecord:
     #: the content split into passages (search units); written with the content, in the
     #: same transaction, replacing the page's previous passages
     passages: Sequence[PassageRecord] = ()
+    #: a per-site spider's extra fields (JSON values by name), stored as a JSON object in
+    #: ``page_meta.extra`` with every fetch; a re-extraction keeps the stored ones
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -531,10 +537,11 @@ class Store(abc.ABC):
         Each: ``source_id, canonical_url, url, final_url, title, content,
         content_hash, language, word_count, headings`` (a list), ``fetched_at,
         last_changed_at, version`` (stored versions + 1: the current one's number),
-        ``status`` and ``duplicate_of`` (the representative's canonical URL, or
-        None). Leaves out duplicates and tombstoned pages unless asked. ``since``:
-        only pages whose content or status moved at or after it
-        (``last_changed_at`` or ``status_changed_at``).
+        ``status``, ``duplicate_of`` (the representative's canonical URL, or
+        None) and ``extra`` (a dict: the spider's extra fields, ``{}`` for none).
+        Leaves out duplicates and tombstoned pages unless asked. ``since``: only
+        pages whose content or status moved at or after it (``last_changed_at`` or
+        ``status_changed_at``).
         """
 
     @abc.abstractmethod

@@ -6,13 +6,22 @@ transaction, and recorded in ``schema_migrations``. A database that records a
 migration this code does not know was written by a newer version: opening it
 fails with :class:`~knowledge_crawler.errors.SchemaMismatchError` rather than
 guessing.
+
+The statements are SQLite's as they stand. PostgreSQL runs them with their column
+types rendered by :func:`postgres_types` (SQLite's 64-bit ``INTEGER``, 8-byte ``REAL``,
+``BLOB`` and byte-wise text become ``BIGINT``, ``DOUBLE PRECISION``, ``BYTEA`` and
+``TEXT COLLATE "C"``; an ``AUTOINCREMENT`` key an identity column), so a migration in
+plain SQL, ``ALTER TABLE t ADD COLUMN c TEXT NOT NULL DEFAULT '{}'`` say, needs nothing
+more. Where SQLite's way does not suit PostgreSQL at all (a table rebuild, FTS5), a
+migration carries PostgreSQL's own statements (``postgres``, ``postgres_only``).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-__all__ = ["MIGRATIONS", "Migration"]
+__all__ = ["MIGRATIONS", "POSTGRES_SEARCH_CONFIG", "Migration", "postgres_types"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +34,53 @@ class Migration:
     #: statements only SQLite runs, after ``statements`` (its FTS5 index and the triggers
     #: that keep it in step); another backend brings its own equivalent
     sqlite_only: tuple[str, ...] = ()
+    #: what PostgreSQL runs in place of ``statements`` when they do not suit it (None:
+    #: ``statements``, their types rendered by :func:`postgres_types`)
+    postgres: tuple[str, ...] | None = None
+    #: statements only PostgreSQL runs, after its others (its full-text search)
+    postgres_only: tuple[str, ...] = ()
+
+    def sqlite_statements(self) -> tuple[str, ...]:
+        """What SQLite runs, in order."""
+        return (*self.statements, *self.sqlite_only)
+
+    def postgres_statements(self) -> tuple[str, ...]:
+        """What PostgreSQL runs, in order."""
+        if self.postgres is not None:
+            return (*self.postgres, *self.postgres_only)
+        return (*(postgres_types(s) for s in self.statements), *self.postgres_only)
+
+
+# Column types as PostgreSQL spells what SQLite stores (https://www.sqlite.org/datatype3.html):
+# INTEGER is 64-bit, REAL an 8-byte float, and text compares byte by byte (BINARY), which
+# the "C" collation does whatever the database's default is (ISO times and URLs sort and
+# compare as on SQLite). A type is a type only where a column is declared: after a column
+# name at the start of a line, after "(" or ",", or after ADD COLUMN name.
+_COLUMN_TYPE = re.compile(
+    r"(?P<lead>(?:^|[(,]|ADD COLUMN)\s*\w+\s+)"
+    r"(?P<type>INTEGER PRIMARY KEY AUTOINCREMENT|INTEGER|REAL|BLOB|TEXT)\b",
+    re.MULTILINE,
+)
+_POSTGRES_TYPES = {
+    "INTEGER PRIMARY KEY AUTOINCREMENT": "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+    "INTEGER": "BIGINT",
+    "REAL": "DOUBLE PRECISION",
+    "BLOB": "BYTEA",
+    "TEXT": 'TEXT COLLATE "C"',
+}
+
+
+def postgres_types(statement: str) -> str:
+    """``statement`` with the column types it declares as PostgreSQL's.
+
+    >>> print(postgres_types("CREATE TABLE t (id INTEGER PRIMARY KEY AUTOINCREMENT, x REAL)"))
+    CREATE TABLE t (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, x DOUBLE PRECISION)
+    >>> print(postgres_types("ALTER TABLE t ADD COLUMN extra TEXT NOT NULL DEFAULT '{}'"))
+    ALTER TABLE t ADD COLUMN extra TEXT COLLATE "C" NOT NULL DEFAULT '{}'
+    >>> print(postgres_types("CREATE INDEX idx_t ON t (x)"))
+    CREATE INDEX idx_t ON t (x)
+    """
+    return _COLUMN_TYPE.sub(lambda m: m.group("lead") + _POSTGRES_TYPES[m.group("type")], statement)
 
 
 # A page is two rows: its metadata, rewritten on every visit, and its content
@@ -204,6 +260,25 @@ _DUPLICATE_CHECK: tuple[str, ...] = (
     "WHERE duplicate_of = old.id; END",
 )
 
+# PostgreSQL adds the checks to the table in place (rows that disagree repaired first,
+# as above) and unlinks a deleted representative's duplicates with a trigger function
+# (its foreign key's ON DELETE SET NULL alone would clear the pointer, not the kind).
+_DUPLICATE_CHECK_POSTGRES: tuple[str, ...] = (
+    "UPDATE page_meta SET duplicate_of = NULL, duplicate_kind = NULL, duplicate_score = NULL "
+    f"WHERE NOT ({_CONSISTENT}) AND (duplicate_of IS NOT NULL "
+    "OR duplicate_kind IS NOT NULL OR duplicate_score IS NOT NULL)",
+    "ALTER TABLE page_meta ADD CONSTRAINT page_meta_duplicate_kind "
+    "CHECK ((duplicate_of IS NULL) = (duplicate_kind IS NULL))",
+    "ALTER TABLE page_meta ADD CONSTRAINT page_meta_duplicate_score "
+    "CHECK (duplicate_of IS NOT NULL OR duplicate_score IS NULL)",
+    "CREATE FUNCTION page_meta_unlink_duplicates() RETURNS trigger LANGUAGE plpgsql "
+    "SET search_path FROM CURRENT AS $$ BEGIN "
+    "UPDATE page_meta SET duplicate_of = NULL, duplicate_kind = NULL, duplicate_score = NULL "
+    "WHERE duplicate_of = OLD.id; RETURN OLD; END $$",
+    "CREATE TRIGGER page_meta_unlink_duplicates BEFORE DELETE ON page_meta "
+    "FOR EACH ROW EXECUTE FUNCTION page_meta_unlink_duplicates()",
+)
+
 # Incremental sync. A page remembers the link depth it was found at (a revisit
 # follows its links with the same budget) and its revisit interval (seconds, adapted
 # to how often it changes). ``checkpoints`` holds each source's discovery cursors
@@ -313,6 +388,22 @@ _PASSAGES_FTS = (
     "VALUES (new.seq, new.title, new.heading_path, new.content); END",
 )
 
+#: PostgreSQL's text search configuration of the passages (stemming, stop words): the
+#: index below is built with it, and queries must parse with the same one
+POSTGRES_SEARCH_CONFIG = "english"
+
+# PostgreSQL's full-text index of the passages: a stored, generated tsvector (title
+# weighted A, the headings above the passage B, its text C, as SQLite's BM25 weighs
+# them 3, 2, 1), computed by the database whenever a passage is written, and a GIN
+# index over it. The column is the only one SQLite's ``passages`` lacks.
+_PASSAGES_SEARCH_POSTGRES = (
+    "ALTER TABLE passages ADD COLUMN search_vector tsvector GENERATED ALWAYS AS ("
+    f"setweight(to_tsvector('{POSTGRES_SEARCH_CONFIG}'::regconfig, title), 'A') || "
+    f"setweight(to_tsvector('{POSTGRES_SEARCH_CONFIG}'::regconfig, heading_path), 'B') || "
+    f"setweight(to_tsvector('{POSTGRES_SEARCH_CONFIG}'::regconfig, content), 'C')) STORED",
+    "CREATE INDEX idx_passages_search ON passages USING GIN (search_vector)",
+)
+
 # The raw archive (F-ARCHIVE): where the response behind a page's content is kept, a
 # WARC file (relative to the archive folder) and the byte offset of its record. A page
 # version keeps the location of the response its content came from.
@@ -337,6 +428,18 @@ _CHANGE_FEED_INDEXES = (
     "CREATE INDEX idx_pages_last_changed ON page_meta (last_changed_at)",
 )
 
+# A per-site spider's extra fields (its ``extra_fields`` hook): one JSON object per page,
+# rewritten with the metadata on every fetch, ``{}`` for a page without any.
+_PAGE_EXTRA: tuple[str, ...] = (
+    "ALTER TABLE page_meta ADD COLUMN extra TEXT NOT NULL DEFAULT '{}'",
+    "DROP VIEW pages",
+    _PAGES_VIEW.replace(
+        "m.next_check_at\n",
+        "m.next_check_at, m.depth, m.check_interval, m.status_reason, m.status_evidence, "
+        "m.status_changed_at, m.archive_file, m.archive_offset, m.extra\n",
+    ),
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "0001_pages_runs_quarantine",
@@ -354,11 +457,22 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     Migration("0002_runs_outcome_job_pid_host", _RUNS_OUTCOME),
-    Migration("0003_page_meta_duplicate_check", _DUPLICATE_CHECK, rebuilds_table=True),
+    Migration(
+        "0003_page_meta_duplicate_check",
+        _DUPLICATE_CHECK,
+        rebuilds_table=True,
+        postgres=_DUPLICATE_CHECK_POSTGRES,
+    ),
     Migration("0004_sync_depth_interval_checkpoints", _SYNC),
     Migration("0005_frontier", _FRONTIER),
     Migration("0006_fetch_attempts_page_status", _FAILURES),
-    Migration("0007_passages", _PASSAGES, sqlite_only=_PASSAGES_FTS),
+    Migration(
+        "0007_passages",
+        _PASSAGES,
+        sqlite_only=_PASSAGES_FTS,
+        postgres_only=_PASSAGES_SEARCH_POSTGRES,
+    ),
     Migration("0008_archive", _ARCHIVE),
     Migration("0009_change_feed_indexes", _CHANGE_FEED_INDEXES),
+    Migration("0010_page_extra", _PAGE_EXTRA),
 )

@@ -114,7 +114,7 @@ INSERT INTO page_meta (
     word_count, language, thin, content_hash,
     duplicate_of, duplicate_kind, duplicate_score, http_status, etag, last_modified, status,
     first_seen_at, last_seen_at, last_checked_at, last_changed_at, next_check_at,
-    check_interval, depth, archive_file, archive_offset
+    check_interval, depth, archive_file, archive_offset, extra
 ) VALUES (
     :source_id, :canonical_url, :url, :final_url, :fetched_at, :title, :headings,
     :word_count, :language, :thin, :content_hash,
@@ -127,7 +127,7 @@ INSERT INTO page_meta (
          THEN :duplicate_score END,
     :http_status, :etag, :last_modified, 'active',
     :fetched_at, :fetched_at, :fetched_at, COALESCE(:changed_at, :fetched_at), :next_check_at,
-    :check_interval, :depth, :archive_file, :archive_offset
+    :check_interval, :depth, :archive_file, :archive_offset, :extra
 )
 ON CONFLICT (source_id, canonical_url) DO UPDATE SET
     url             = excluded.url,
@@ -166,7 +166,9 @@ ON CONFLICT (source_id, canonical_url) DO UPDATE SET
                            THEN page_meta.archive_file ELSE excluded.archive_file END,
     archive_offset  = CASE WHEN excluded.archive_file IS NULL
                             AND page_meta.content_hash = excluded.content_hash
-                           THEN page_meta.archive_offset ELSE excluded.archive_offset END
+                           THEN page_meta.archive_offset ELSE excluded.archive_offset END,
+    -- a spider's extra fields, from this fetch; a re-extraction has none of its own
+    extra           = CASE WHEN :reextracted THEN page_meta.extra ELSE excluded.extra END
     -- first_seen_at is deliberately absent: set once, never updated
 """
 
@@ -381,7 +383,7 @@ _EXPORT = """
 SELECT p.source_id, p.canonical_url, p.url, p.final_url, p.title, p.content, p.content_hash,
        p.language, p.word_count, p.headings, p.fetched_at, p.last_changed_at,
        (SELECT COUNT(*) FROM page_versions v WHERE v.page_id = p.id) + 1 AS version,
-       p.status, r.canonical_url AS duplicate_of
+       p.status, r.canonical_url AS duplicate_of, p.extra
 FROM pages p LEFT JOIN page_meta r ON r.id = p.duplicate_of
 WHERE (:since IS NULL OR p.last_changed_at >= :since OR p.status_changed_at >= :since)
   AND (:source IS NULL OR p.source_id = :source)
@@ -463,6 +465,7 @@ def _row_params(rec: PageRecord) -> dict[str, Any]:
         "depth": rec.depth,
         "archive_file": rec.archive_file,
         "archive_offset": rec.archive_offset if rec.archive_file is not None else None,
+        "extra": json.dumps(dict(rec.extra), ensure_ascii=False, allow_nan=False),
         "reextracted": int(rec.reextracted),
         # a re-extraction that moves the hash moves last_changed_at to now, not to the
         # (earlier) fetch: what changed the stored content happened now
@@ -600,7 +603,7 @@ class SqliteStore(Store):
                 ).fetchone()
                 if done:  # another process applied it while we waited for the lock
                     return
-                for statement in (*migration.statements, *migration.sqlite_only):
+                for statement in migration.sqlite_statements():
                     conn.execute(statement)
                 if migration.rebuilds_table:
                     broken = conn.execute("PRAGMA foreign_key_check").fetchall()
@@ -1384,6 +1387,7 @@ class SqliteStore(Store):
         for row in self._stream(_EXPORT, params, "cannot export the pages of"):
             page = dict(row)
             page["headings"] = json.loads(page["headings"] or "[]")
+            page["extra"] = json.loads(page["extra"] or "{}")
             yield page
 
     def export_passages(

@@ -22,6 +22,11 @@ is cheap. This module orchestrates; each step lives in its own pure module:
 Measurements are in ``docs/extraction.md``. :func:`extract` never raises on junk HTML:
 it returns an :class:`Extraction` with empty markdown instead. ``decode_html`` and
 ``looks_like_html`` are re-exported here for existing importers.
+
+:func:`extract_selected` is the other way in, for a page whose main content a per-site
+spider names with a CSS or XPath selector: steps 1 and 2 as above, then the matched
+elements instead of steps 3-4, rendered by the same serializer
+(:func:`~knowledge_crawler.transform.render.html_blocks`).
 """
 
 from __future__ import annotations
@@ -38,11 +43,13 @@ from knowledge_crawler.transform.language import declared_language, guess_langua
 from knowledge_crawler.transform.render import (
     Block,
     collect_blocks,
+    html_blocks,
     markdown_headings,
     markdown_to_text,
     render_markdown,
     render_text,
 )
+from knowledge_crawler.transform.selector import select_elements
 from knowledge_crawler.transform.title import page_title
 
 if TYPE_CHECKING:
@@ -50,7 +57,14 @@ if TYPE_CHECKING:
 
     from lxml.html import HtmlElement
 
-__all__ = ["Extraction", "decode_html", "extract", "looks_like_html", "stored_form"]
+__all__ = [
+    "Extraction",
+    "decode_html",
+    "extract",
+    "extract_selected",
+    "looks_like_html",
+    "stored_form",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,23 +165,10 @@ def extract(html: str | bytes, *, url: str | None = None) -> Extraction:
     information). Raises :class:`ValueError` only for other input types; junk HTML gives
     an :class:`Extraction` with empty markdown/text.
     """
-    if isinstance(html, bytes | bytearray | memoryview):
-        html = decode_html(bytes(html))
-    elif not isinstance(html, str):
-        raise ValueError(f"extract() needs str or bytes, not {type(html).__name__}")
-    if "\x00" in html:
-        html = html.replace("\x00", "")
-    tree = _parse(html) if html.strip() else None
+    tree = _page_tree(html, "extract")
     if tree is None:
         return Extraction(None, "", "", (), 0, None)
-    try:
-        title = page_title(tree)
-    except Exception:
-        title = None
-    try:
-        declared = declared_language(tree)
-    except Exception:
-        declared = None
+    title, declared = _page_facts(tree)
     blocks: list[Block] = []
     try:
         _prune(tree)
@@ -176,6 +177,69 @@ def extract(html: str | bytes, *, url: str | None = None) -> Extraction:
             blocks = collect_blocks(body)
     except Exception:  # RecursionError on absurdly deep trees, lxml errors, ...
         blocks = []
+    return _extraction(title, declared, blocks)
+
+
+def extract_selected(html: str | bytes, selector: str) -> Extraction | None:
+    """The page's main content as the elements ``selector`` matches, or None if none do.
+
+    ``selector`` is CSS, or XPath when it starts with ``/`` or ``(``
+    (:mod:`~knowledge_crawler.transform.selector`); every element it matches, outermost
+    only, in document order, is rendered by
+    :func:`~knowledge_crawler.transform.render.html_blocks`: headings, lists, tables and
+    code keep their structure. Title and language come from the whole page, as in
+    :func:`extract`, and a leading heading equal to the title is dropped likewise.
+    None when the selector matches no element or only elements without text (the
+    caller falls back to :func:`extract`). :class:`ValueError` for a bad selector or
+    input that is neither text nor bytes.
+
+    >>> page = ("<html><head><title>Guide</title></head><body><nav>Home</nav>"
+    ...         "<main><h1>Guide</h1><p>Run <code>it</code>.</p></main></body></html>")
+    >>> extract_selected(page, "main").markdown
+    'Run it.'
+    >>> extract_selected(page, "//article") is None
+    True
+    """
+    tree = _page_tree(html, "extract_selected")
+    if tree is None:
+        return None
+    elements = select_elements(tree, selector)  # before the facts: a bad selector raises
+    if not elements:
+        return None
+    title, declared = _page_facts(tree)
+    try:
+        blocks = [b for el in elements for b in html_blocks(el, drop=_NEVER_CONTENT)]
+    except Exception:  # RecursionError on absurdly deep trees, lxml errors, ...
+        return None
+    result = _extraction(title, declared, blocks)
+    return result if result.text else None
+
+
+def _page_tree(html: str | bytes, caller: str) -> HtmlElement | None:
+    """The page parsed, or None for an empty or unparsable one."""
+    if isinstance(html, bytes | bytearray | memoryview):
+        html = decode_html(bytes(html))
+    elif not isinstance(html, str):
+        raise ValueError(f"{caller}() needs str or bytes, not {type(html).__name__}")
+    if "\x00" in html:
+        html = html.replace("\x00", "")
+    return _parse(html) if html.strip() else None
+
+
+def _page_facts(tree: HtmlElement) -> tuple[str | None, str | None]:
+    """The page's title and declared language (None each when it has none)."""
+    try:
+        title = page_title(tree)
+    except Exception:
+        title = None
+    try:
+        declared = declared_language(tree)
+    except Exception:
+        declared = None
+    return title, declared
+
+
+def _extraction(title: str | None, declared: str | None, blocks: list[Block]) -> Extraction:
     if blocks and blocks[0].kind == "h" and title and _same_text(blocks[0].text, title):
         # the headline is metadata (Extraction.title), not body text
         blocks = blocks[1:]

@@ -6,13 +6,17 @@ list of :class:`Block`; :func:`render_markdown` and :func:`render_text` serialis
 Markdown keeps headings, paragraphs, lists (nested items indented two spaces per
 level), tables and fenced code (the fence grows when the code holds one); link and
 image URLs and inline emphasis are dropped so that the text is stable and token-cheap.
+
+:func:`html_blocks` gives the same blocks for an element of a page as it is (a
+``<main>`` that a per-site spider's ``content_selector`` chose): it rewrites a copy
+into that vocabulary first, so both paths share one serializer.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +25,7 @@ from knowledge_crawler.transform._text import norm
 __all__ = [
     "Block",
     "collect_blocks",
+    "html_blocks",
     "markdown_headings",
     "markdown_to_text",
     "render_markdown",
@@ -200,6 +205,152 @@ def _collect_table(table: Any, out: list[Block]) -> None:
         out.append(Block("p", rows[0][0]))
         return
     out.append(Block("table", rows=rows, header=header))
+
+
+# -- an element of a page as it is -> the same vocabulary ---------------------------------
+
+_HTML_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+#: text-level HTML elements: their text joins the paragraph around them
+_HTML_INLINE = frozenset(
+    {
+        "a", "abbr", "acronym", "b", "bdi", "bdo", "big", "cite", "code", "data", "del",
+        "dfn", "em", "font", "i", "ins", "kbd", "label", "mark", "nobr", "q", "rp", "rt",
+        "ruby", "s", "samp", "small", "span", "strike", "strong", "sub", "sup", "time", "tt",
+        "u", "var",
+    }
+)  # fmt: skip
+#: parts of a table that :func:`_collect_table` walks through to its rows
+_HTML_TABLE_PARTS = frozenset({"thead", "tbody", "tfoot", "colgroup", "col"})
+#: never text: dropped with their subtree (their tail stays)
+_HTML_DROPPED = ("img", "hr", "wbr", "area", "source", "track")
+
+
+def html_blocks(element: Any, *, drop: Iterable[str] = ()) -> list[Block]:
+    """The blocks of an HTML element as a page has it (``<main>``, ``<article>``, a ``<div>``).
+
+    A copy of ``element`` is rewritten into the vocabulary of :func:`collect_blocks`
+    (``element`` itself is left as it is): ``h1``-``h6`` are headings; ``ul``, ``ol``
+    and ``dl`` lists of items; a ``table`` its rows and cells (``th`` cells in the
+    first row make a header row; a ``caption`` is a paragraph before the table);
+    ``pre`` fenced code, its text as it is; ``blockquote`` a quote; ``br`` a line
+    break inside a paragraph. Any other container (``div``, ``section``, ``article``,
+    ``figure``, custom elements, ...) holds blocks, and a run of text and text-level
+    elements (links, emphasis, inline ``code``) inside it is one paragraph. Images and
+    rules are dropped, and so are the subtrees of the tags in ``drop``.
+
+    >>> from lxml.html import fragment_fromstring as html
+    >>> blocks = html_blocks(html("<div><h2>Setup</h2>Run <code>make</code>:<ul><li>once"
+    ...                           "</li></ul><pre>make  all</pre></div>"))
+    >>> print(render_markdown(blocks))
+    ## Setup
+    <BLANKLINE>
+    Run make:
+    <BLANKLINE>
+    - once
+    <BLANKLINE>
+    ```
+    make  all
+    ```
+    """
+    from copy import deepcopy
+
+    from lxml.etree import Element, strip_elements, strip_tags
+
+    holder = Element("div")
+    root = deepcopy(element)
+    root.tail = None
+    holder.append(root)
+    strip_elements(holder, *_HTML_DROPPED, *drop, with_tail=False)
+    for pre in list(holder.iter("pre")):
+        strip_tags(pre, "*")  # code keeps its text, whitespace and all, without markup
+    # Children first: a container knows what its children became.
+    for el in reversed(list(holder.iterdescendants())):
+        if isinstance(el.tag, str):
+            _to_vocabulary(el)
+    return collect_blocks(holder)
+
+
+def _to_vocabulary(el: Any) -> None:
+    tag = el.tag.lower()
+    role = el.get("role") if tag == "th" or tag == "td" else None
+    el.attrib.clear()
+    if tag in _HTML_HEADINGS:
+        el.tag = "head"
+        el.set("rend", tag)
+    elif tag in ("ul", "ol", "dl"):
+        el.tag = "list"
+        el.set("rend", "ol" if tag == "ol" else "ul")
+    elif tag in ("li", "dt", "dd"):
+        el.tag = "item"
+    elif tag == "table":
+        for caption in el.findall("caption"):
+            el.remove(caption)  # its tail is whitespace: a caption is the table's first child
+            caption.tag, caption.tail = "p", None
+            el.addprevious(caption)
+    elif tag == "tr":
+        el.tag = "row"
+    elif tag in ("th", "td"):
+        el.tag = "cell"
+        if tag == "th" or role == "columnheader":
+            el.set("role", "head")
+    elif tag in _HTML_TABLE_PARTS or tag in ("p", "caption"):
+        el.tag = tag
+    elif tag == "pre":
+        el.tag = "code"
+    elif tag == "br":
+        el.tag = "lb"
+    elif tag == "blockquote":
+        el.tag = "quote"
+        _paragraph_runs(el)
+    elif tag in _HTML_INLINE and not _holds_blocks(el):
+        el.tag = "span"  # inline ``code``, ``q``, ... are text here, not blocks
+    elif _holds_blocks(el):
+        el.tag = "div"
+        _paragraph_runs(el)
+    else:
+        el.tag = "p"  # a container of text and text-level elements only
+
+
+def _holds_blocks(el: Any) -> bool:
+    return any(isinstance(c.tag, str) and c.tag in _BLOCK_TAGS for c in el)
+
+
+def _paragraph_runs(el: Any) -> None:
+    """Wrap each run of text and inline children of a block container into one ``p``."""
+    from lxml.etree import Element
+
+    children: list[Any] = []
+    run: Any = None
+
+    def add_text(text: str | None) -> None:
+        nonlocal run
+        if not text:
+            return
+        if run is None:
+            if not text.strip():
+                return
+            run = Element("p")
+            children.append(run)
+        if len(run):
+            run[-1].tail = (run[-1].tail or "") + text
+        else:
+            run.text = (run.text or "") + text
+
+    add_text(el.text)
+    el.text = None
+    for child in list(el):
+        tail, child.tail = child.tail, None
+        if isinstance(child.tag, str) and child.tag in _BLOCK_TAGS:
+            run = None
+            children.append(child)
+        elif isinstance(child.tag, str):
+            if run is None:
+                run = Element("p")
+                children.append(run)
+            run.append(child)
+        # comments and processing instructions go; their tail is text
+        add_text(tail)
+    el[:] = children
 
 
 def _md_cell(text: str) -> str:

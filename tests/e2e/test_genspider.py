@@ -116,6 +116,15 @@ def test_knowledge_template_writes_a_spider_that_crawls(project: Path, tmp_path:
     py_compile.compile(str(spider), doraise=True)
     text = spider.read_text()
     assert "scrapy crawl shop -a seeds=" in text
+    # The per-site hooks, shown with examples (commented out: the spider runs as-is).
+    for hook in (
+        "# follow = (",
+        "# deny = (",
+        "# link_selector = ",
+        "# content_selector = ",
+        "def extra_fields(self, response: TextResponse) -> dict[str, Any]:",
+    ):
+        assert hook in text, hook
     assert repo_spiders() == before
 
     check = run(
@@ -179,3 +188,31 @@ def test_knowledge_template_writes_a_spider_that_crawls(project: Path, tmp_path:
     [run_row] = query(f"sqlite:///{db}", "SELECT spider FROM crawl_runs")
     assert run_row["spider"] == "shop"
     assert crawl.returncode == 0, crawl.stderr[-3000:]
+    extras = query(f"sqlite:///{db}", "SELECT DISTINCT extra FROM pages")
+    assert extras == [{"extra": "{}"}]
+
+
+BAD_RULES = """\
+from knowledge_crawler.spiders.knowledge import KnowledgeSpider
+
+
+class BadSpider(KnowledgeSpider):
+    name = "bad"
+    deny = (r"/ok/", r"/broken(")
+"""
+
+
+def test_a_bad_link_rule_stops_the_crawl_with_one_line(project: Path, tmp_path: Path) -> None:
+    (project / "myproj" / "spiders" / "bad.py").write_text(BAD_RULES)
+    db = tmp_path / "bad.db"
+    crawl = run(
+        [str(BIN / "scrapy"), "crawl", "bad", "-a", "seeds=http://127.0.0.1:9/"],
+        project,
+        env={"KC_DATABASE_URL": f"sqlite:///{db}"},
+    )
+    assert crawl.returncode == 2, crawl.stderr[-3000:]
+    assert crawl.stderr.strip().splitlines() == [
+        "scrapy crawl bad: error: spider 'bad': deny[1]: bad regex '/broken(': "
+        "missing ), unterminated subpattern at position 7"
+    ]
+    assert not db.exists()  # stopped before the database was opened

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from knowledge_crawler.store import FetchFailure, StatusChange, Store, Touch
+from tests.store.backends import columns
 from tests.store.test_contract import T0, T1, rec, rows
 
 T2 = "2026-01-03T00:00:00.000000Z"
@@ -21,8 +22,7 @@ def location(row: dict[str, object]) -> tuple[object, object]:
 def test_the_migration_adds_the_columns_and_the_view_shows_them(store: Store) -> None:
     assert "0008_archive" in store.applied_migrations()  # type: ignore[attr-defined]
     for table in ("page_meta", "page_versions", "pages"):
-        columns = {r["name"] for r in rows(store, f"PRAGMA table_info({table})")}
-        assert {"archive_file", "archive_offset"} <= columns, table
+        assert {"archive_file", "archive_offset"} <= columns(store, table), table
 
 
 def test_each_stored_fetch_keeps_the_location_of_its_response(store: Store) -> None:

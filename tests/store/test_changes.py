@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from knowledge_crawler.cli.main import cli
 from knowledge_crawler.store import StatusChange, Store, open_store
+from knowledge_crawler.store import postgres as postgres_store
 from knowledge_crawler.store import sqlite as sqlite_store
 from tests.store.test_contract import T0, T1, rec
 
@@ -32,6 +33,7 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
 
     def set_now(at: str) -> None:
         monkeypatch.setattr(sqlite_store, "utc_now", lambda: at)
+        monkeypatch.setattr(postgres_store, "utc_now", lambda: at)
 
     return set_now
 

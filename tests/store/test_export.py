@@ -28,7 +28,7 @@ def dataset(store: Store) -> None:
             rec(3, "page three"),
         ]
     )
-    store.write([rec(1, "edited words", at=T1, language="en"), rec(4, at=T1)])
+    store.write([rec(1, "edited words", at=T1, language="en", extra={"price": 9.5}), rec(4, at=T1)])
     store.write([StatusChange("s", "https://example.com/p3", "tombstoned", T2, "gone (410)")])
 
 
@@ -57,8 +57,10 @@ def test_pages_with_provenance(store: Store) -> None:
         "version": 2,
         "status": "active",
         "duplicate_of": None,
+        "extra": {"price": 9.5},
     }
     assert pages[1]["version"] == 1
+    assert pages[1]["extra"] == {}
 
 
 def test_duplicates_and_tombstones_on_request(store: Store) -> None:

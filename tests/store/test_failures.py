@@ -2,7 +2,9 @@
 
 Real SQLite throughout: a second connection holding ``BEGIN EXCLUSIVE``, a
 database capped by ``max_page_count`` (a full disk), and small subclasses of the
-real store that make one statement fail on purpose.
+real store that make one statement fail on purpose. The tests that take ``store``
+run on PostgreSQL too; its own faults (a lock timeout, a lost connection, a deadlock)
+are in ``test_postgres.py`` and ``test_operations.py``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from knowledge_crawler.errors import StoreError, TransientStoreError
 from knowledge_crawler.store import DuplicateUpdate, Store, open_store
 from knowledge_crawler.store.sqlite import SqliteStore, store_error
 from tests.faults import exclusive_lock
+from tests.store.backends import execute
 from tests.store.test_contract import rec, rows
 
 P = "https://example.com/p"
@@ -148,65 +151,61 @@ def test_isolating_a_bad_record_keeps_duplicate_updates_in_the_records_transacti
         assert p0 == {"rep": f"{P}1", "kind": "near"}
 
 
-def test_a_bad_record_with_duplicate_updates_only_it_is_quarantined(tmp_path: Path) -> None:
-    with open_store(f"sqlite:///{tmp_path}/k.db") as store:
-        store.upsert_pages([rec(0, "zero"), rec(5, "five")])
-        bad = rec(2, "two", http_status=999)
-        batch = [
-            rec(1, "one"),
-            bad,
-            rec(3, "one", duplicate_of=key(1), duplicate_kind="exact", duplicate_score=1.0),
-            # its representative is the bad record: stored, but as no duplicate
-            rec(4, "two", duplicate_of=key(2), duplicate_kind="exact", duplicate_score=1.0),
-        ]
-        updates = [
-            DuplicateUpdate(key(0), key(1), "near", 0.9),  # both ends stored: applied
-            DuplicateUpdate(key(5), key(2), "near", 0.95),  # points at the bad record: dropped
-        ]
-        result = store.upsert_pages(batch, duplicate_updates=updates)
-        assert [k for k, _ in result.quarantined] == [bad.key]
-        assert "CHECK constraint failed" in result.quarantined[0][1]
-        assert sorted(result.inserted) == [key(1), key(3), key(4)]
-        assert [u.key for u, _ in result.dropped_updates] == [key(5)]
-        assert result.unlinked == [key(4)]
-        got = {
-            r["url"]: (r["rep"], r["kind"], r["score"])
-            for r in rows(
-                store,
-                "SELECT d.canonical_url AS url, r.canonical_url AS rep, "
-                "d.duplicate_kind AS kind, d.duplicate_score AS score "
-                "FROM page_meta d LEFT JOIN page_meta r ON r.id = d.duplicate_of",
-            )
-        }
-        assert got == {
-            f"{P}0": (f"{P}1", "near", 0.9),
-            f"{P}1": (None, None, None),
-            f"{P}3": (f"{P}1", "exact", 1.0),
-            f"{P}4": (None, None, None),
-            f"{P}5": (None, None, None),
-        }
-        [q] = rows(store, "SELECT canonical_url, error FROM quarantine")
-        assert q["canonical_url"] == bad.canonical_url
+def test_a_bad_record_with_duplicate_updates_only_it_is_quarantined(store: Store) -> None:
+    store.upsert_pages([rec(0, "zero"), rec(5, "five")])
+    bad = rec(2, "two", http_status=999)
+    batch = [
+        rec(1, "one"),
+        bad,
+        rec(3, "one", duplicate_of=key(1), duplicate_kind="exact", duplicate_score=1.0),
+        # its representative is the bad record: stored, but as no duplicate
+        rec(4, "two", duplicate_of=key(2), duplicate_kind="exact", duplicate_score=1.0),
+    ]
+    updates = [
+        DuplicateUpdate(key(0), key(1), "near", 0.9),  # both ends stored: applied
+        DuplicateUpdate(key(5), key(2), "near", 0.95),  # points at the bad record: dropped
+    ]
+    result = store.upsert_pages(batch, duplicate_updates=updates)
+    assert [k for k, _ in result.quarantined] == [bad.key]
+    assert "check constraint" in result.quarantined[0][1].lower()
+    assert sorted(result.inserted) == [key(1), key(3), key(4)]
+    assert [u.key for u, _ in result.dropped_updates] == [key(5)]
+    assert result.unlinked == [key(4)]
+    got = {
+        r["url"]: (r["rep"], r["kind"], r["score"])
+        for r in rows(
+            store,
+            "SELECT d.canonical_url AS url, r.canonical_url AS rep, "
+            "d.duplicate_kind AS kind, d.duplicate_score AS score "
+            "FROM page_meta d LEFT JOIN page_meta r ON r.id = d.duplicate_of",
+        )
+    }
+    assert got == {
+        f"{P}0": (f"{P}1", "near", 0.9),
+        f"{P}1": (None, None, None),
+        f"{P}3": (f"{P}1", "exact", 1.0),
+        f"{P}4": (None, None, None),
+        f"{P}5": (None, None, None),
+    }
+    [q] = rows(store, "SELECT canonical_url, error FROM quarantine")
+    assert q["canonical_url"] == bad.canonical_url
 
 
 # -- the database keeps duplicate pointers consistent ---------------------------------------
 
 
-def test_the_database_refuses_a_kind_without_a_representative(tmp_path: Path) -> None:
-    db = tmp_path / "k.db"
-    with open_store(f"sqlite:///{db}") as store:
-        store.upsert_pages([rec(1), rec(2)])
-    conn = sqlite3.connect(db)
-    try:
-        with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
-            conn.execute("UPDATE page_meta SET duplicate_kind = 'exact' WHERE id = 2")
-        with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
-            conn.execute("UPDATE page_meta SET duplicate_of = 1 WHERE id = 2")
-        with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
-            conn.execute("UPDATE page_meta SET duplicate_score = 0.5 WHERE id = 2")
-        conn.execute("UPDATE page_meta SET duplicate_of = 1, duplicate_kind = 'exact' WHERE id = 2")
-    finally:
-        conn.close()
+def test_the_database_refuses_a_kind_without_a_representative(store: Store) -> None:
+    import psycopg
+
+    store.upsert_pages([rec(1), rec(2)])
+    refused = (sqlite3.IntegrityError, psycopg.IntegrityError)
+    with pytest.raises(refused, match=r"(?i)check"):
+        execute(store, "UPDATE page_meta SET duplicate_kind = 'exact' WHERE id = 2")
+    with pytest.raises(refused, match=r"(?i)check"):
+        execute(store, "UPDATE page_meta SET duplicate_of = 1 WHERE id = 2")
+    with pytest.raises(refused, match=r"(?i)check"):
+        execute(store, "UPDATE page_meta SET duplicate_score = 0.5 WHERE id = 2")
+    execute(store, "UPDATE page_meta SET duplicate_of = 1, duplicate_kind = 'exact' WHERE id = 2")
 
 
 def test_a_duplicate_update_without_its_representative_is_dropped(store: Store) -> None:
@@ -220,32 +219,21 @@ def test_a_duplicate_update_without_its_representative_is_dropped(store: Store) 
     assert p1 == {"duplicate_of": None, "duplicate_kind": None}
 
 
-def test_deleting_a_representative_unlinks_its_duplicates(tmp_path: Path) -> None:
-    db = tmp_path / "k.db"
-    with open_store(f"sqlite:///{db}") as store:
-        store.upsert_pages([rec(1, "x"), rec(2, "x", duplicate_of=key(1), duplicate_kind="exact")])
-    conn = sqlite3.connect(db)
-    try:
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("DELETE FROM page_meta WHERE canonical_url = ?", (f"{P}1",))
-        row = conn.execute("SELECT duplicate_of, duplicate_kind FROM page_meta").fetchone()
-        assert row == (None, None)
-    finally:
-        conn.close()
+def test_deleting_a_representative_unlinks_its_duplicates(store: Store) -> None:
+    store.upsert_pages([rec(1, "x"), rec(2, "x", duplicate_of=key(1), duplicate_kind="exact")])
+    execute(store, f"DELETE FROM page_meta WHERE canonical_url = '{P}1'")
+    assert rows(store, "SELECT duplicate_of, duplicate_kind, duplicate_score FROM page_meta") == [
+        {"duplicate_of": None, "duplicate_kind": None, "duplicate_score": None}
+    ]
 
 
-def test_stats_finds_duplicates_of_duplicates(tmp_path: Path) -> None:
-    db = tmp_path / "k.db"
-    with open_store(f"sqlite:///{db}") as store:
-        store.upsert_pages([rec(1, "x"), rec(2, "x"), rec(3, "x")])
-        assert store.stats()["sanity"]["chained_duplicates"] == 0
-    conn = sqlite3.connect(db)
-    conn.execute("UPDATE page_meta SET duplicate_of = 1, duplicate_kind = 'exact' WHERE id = 2")
-    conn.execute("UPDATE page_meta SET duplicate_of = 2, duplicate_kind = 'exact' WHERE id = 3")
-    conn.commit()
-    conn.close()
-    with open_store(f"sqlite:///{db}") as store:
-        sanity = store.stats()["sanity"]
+def test_stats_finds_duplicates_of_duplicates(store: Store) -> None:
+    store.upsert_pages([rec(1, "x"), rec(2, "x"), rec(3, "x")])
+    assert store.stats()["sanity"]["chained_duplicates"] == 0
+    # written behind the store's back
+    execute(store, "UPDATE page_meta SET duplicate_of = 1, duplicate_kind = 'exact' WHERE id = 2")
+    execute(store, "UPDATE page_meta SET duplicate_of = 2, duplicate_kind = 'exact' WHERE id = 3")
+    sanity = store.stats()["sanity"]
     assert sanity["chained_duplicates"] == 1
     assert sanity["chained_duplicate_examples"] == [
         {

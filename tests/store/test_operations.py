@@ -7,6 +7,7 @@ import pytest
 from knowledge_crawler.errors import TransientStoreError
 from knowledge_crawler.store import CheckpointAdvance, DuplicateUpdate, Store, Touch
 from tests.faults import exclusive_lock
+from tests.store.backends import POSTGRES_ONLY, SQLITE_ONLY
 from tests.store.test_contract import T0, T1, rec, rows
 
 T2 = "2026-01-03T00:00:00.000000Z"
@@ -66,6 +67,7 @@ def test_a_checkpoint_commits_with_its_records_and_never_alone(store: Store) -> 
     assert store.checkpoints("other") == {}
 
 
+@SQLITE_ONLY
 def test_a_locked_database_commits_neither_records_nor_checkpoint(
     tmp_path: object, store: Store
 ) -> None:
@@ -75,6 +77,27 @@ def test_a_locked_database_commits_neither_records_nor_checkpoint(
         store.write([rec(1), CheckpointAdvance("s", "api", "c1")])
     assert store.checkpoints("s") == {}
     assert rows(store, "SELECT COUNT(*) AS n FROM page_meta")[0]["n"] == 0
+
+
+@POSTGRES_ONLY
+def test_a_locked_table_commits_neither_records_nor_checkpoint(store: Store) -> None:
+    """Another writer holds the pages table past the lock timeout: transient, nothing written."""
+    import psycopg
+
+    store._conn.execute("SET lock_timeout = 50")  # type: ignore[attr-defined]
+    other = psycopg.connect(store._conninfo)  # type: ignore[attr-defined]
+    try:
+        other.execute("LOCK TABLE page_meta IN ACCESS EXCLUSIVE MODE")
+        with pytest.raises(TransientStoreError, match="lock timeout"):
+            store.write([rec(1), CheckpointAdvance("s", "api", "c1")])
+    finally:
+        other.rollback()
+        other.close()
+    assert store.checkpoints("s") == {}
+    assert rows(store, "SELECT COUNT(*) AS n FROM page_meta")[0]["n"] == 0
+    # The lock is gone: the same batch commits, once.
+    assert store.write([rec(1), CheckpointAdvance("s", "api", "c1")]).inserted == [KEY]
+    assert store.checkpoints("s") == {"api": "c1"}
 
 
 def test_a_bad_record_is_quarantined_and_the_rest_of_the_batch_commits(store: Store) -> None:

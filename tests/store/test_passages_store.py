@@ -21,6 +21,7 @@ from knowledge_crawler.store import (
 from knowledge_crawler.transform.fingerprint import content_hash
 from knowledge_crawler.transform.passages import split_passages
 from knowledge_crawler.transform.query import query_terms
+from tests.store.backends import POSTGRES_ONLY, SQLITE_ONLY
 
 T0 = "2026-01-01T00:00:00.000000Z"
 T1 = "2026-01-02T00:00:00.000000Z"
@@ -148,6 +149,7 @@ def test_a_failed_batch_leaves_no_passage_behind(store: Store) -> None:
     assert hits(store, "bad record") == []
 
 
+@SQLITE_ONLY
 def test_a_query_the_index_cannot_read_is_a_value_error(store: Store) -> None:
     store.write([page(1, PUMP)])
     with pytest.raises(ValueError, match="cannot search"):
@@ -155,6 +157,22 @@ def test_a_query_the_index_cannot_read_is_a_value_error(store: Store) -> None:
     with pytest.raises(ValueError, match="cannot search"):
         store.search(raw="AND OR", k=3)
     assert store.search([], k=3) == []
+
+
+@POSTGRES_ONLY
+def test_a_tsquery_the_database_cannot_read_is_a_value_error(store: Store) -> None:
+    """On PostgreSQL a raw query is to_tsquery syntax: operators, phrases, prefixes."""
+    store.write([page(1, PUMP), page(2, "Nothing about plumbing here at all.")])
+    with pytest.raises(ValueError, match="cannot search"):
+        store.search(raw="impeller &", k=3)
+    with pytest.raises(ValueError, match="cannot search"):
+        store.search(raw="AND OR", k=3)
+    assert store.search([], k=3) == []
+    found = store.search(raw="impel:* & !backflow", k=3)
+    assert [r["canonical_url"] for r in found] == ["https://example.com/p1"]
+    assert [r["canonical_url"] for r in store.search(raw="check <-> valve", k=3)] == [
+        "https://example.com/p1"
+    ]
 
 
 def test_common_words_narrow_the_ranking_without_changing_the_best(store: Store) -> None:

@@ -1,0 +1,396 @@
+"""The shared frontier (SPEC F-SCALE): several ``scrapy crawl knowledge`` processes, one crawl.
+
+With ``KC_REDIS_URL`` set, :func:`install_frontier` (called by the knowledge spider
+before the crawl starts) gives the crawl scrapy-redis's scheduler, through
+:class:`SharedScheduler`, and :class:`PageDupeFilter`, so that every process of the
+crawl takes its requests from one queue in Redis and sends each page request through
+one dupefilter there. Without it nothing here is used and a crawl is one process,
+as before.
+
+The keys of a crawl (``PREFIX`` is ``KC_REDIS_KEY_PREFIX``, ``SPIDER`` the spider's name):
+
+``PREFIX:SPIDER:requests``    the request queue (a sorted set, by priority)
+``PREFIX:SPIDER:dupefilter``  fingerprints of the page requests scheduled (a set)
+``PREFIX:SPIDER:budget``      pages scheduled per source, for ``max_pages`` (a hash)
+``PREFIX:SPIDER:workers``     the processes crawling now, with their last heartbeat (a hash)
+``PREFIX:SPIDER:busy``        which of them has work in hand: 1 from taking a request from
+                              the queue until it is idle again, else 0 (a hash)
+
+A page request's fingerprint is its source id and canonical URL (``kc_source`` and
+``kc_key``): the pages two sources share are fetched once for each, as in one
+process. A redirect is fingerprinted by where it leads, so a page reached both
+directly and through a redirect is fetched once. Requests that are not pages
+(sitemaps, feeds, API pages, retries) keep ``dont_filter`` and Scrapy's usual ways.
+When the dupefilter first sees a page of a source with ``max_pages``, it counts it in
+the source's budget (``HINCRBY``); a page over the budget is dropped
+(``kc/discovery/over_max_pages``), whichever process found it.
+
+Every process yields the start URLs and the known inventory; the dupefilter lets one
+fetch each (a start URL another process fetches is not this one's: ``kc/start/requested``
+counts only those it schedules). A process closes when the shared queue is empty, it has
+nothing in flight and no other live process has work in hand (which may yet add to the
+queue): until then it stays (``kc/frontier/waited_for_peers``) and looks at the queue again
+every :data:`POLL_SECONDS`. A crawl lasts while
+any of its processes does: the first process to join a crawl no live process is in
+clears its keys (what a killed crawl left), and the last to leave clears them too.
+A process that dies without leaving stops counting as live once its heartbeat is
+:data:`STALE_SECONDS` old.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.exceptions import DontCloseSpider
+from scrapy_redis.dupefilter import RFPDupeFilter
+from scrapy_redis.scheduler import Scheduler
+from twisted.internet import task
+
+from knowledge_crawler import meta
+from knowledge_crawler.config import KcConfig, display_url
+from knowledge_crawler.errors import ConfigError
+
+if TYPE_CHECKING:
+    from scrapy import Request, Spider
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
+
+__all__ = [
+    "DUPEFILTER",
+    "HEARTBEAT_SECONDS",
+    "POLL_SECONDS",
+    "SCHEDULER",
+    "STALE_SECONDS",
+    "CrawlKeys",
+    "PageDupeFilter",
+    "SharedScheduler",
+    "check_redis",
+    "install_frontier",
+    "page_fingerprint",
+]
+
+logger = logging.getLogger(__name__)
+
+SCHEDULER = "knowledge_crawler.frontier.SharedScheduler"
+DUPEFILTER = "knowledge_crawler.frontier.PageDupeFilter"
+#: how often a process tells the crawl it is alive (s)
+HEARTBEAT_SECONDS = 10.0
+#: how often a process waiting for its peers looks at the shared queue (s)
+POLL_SECONDS = 0.5
+#: a process whose heartbeat is older than this (s) is gone (killed, its machine lost)
+STALE_SECONDS = 60
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlKeys:
+    """The Redis keys of one shared crawl."""
+
+    requests: str
+    dupefilter: str
+    budget: str
+    workers: str
+    busy: str
+
+    @classmethod
+    def of(cls, prefix: str, spider: str) -> CrawlKeys:
+        """>>> CrawlKeys.of("kc", "knowledge").requests
+        'kc:knowledge:requests'
+        """
+        base = f"{prefix}:{spider}"
+        return cls(
+            requests=f"{base}:requests",
+            dupefilter=f"{base}:dupefilter",
+            budget=f"{base}:budget",
+            workers=f"{base}:workers",
+            busy=f"{base}:busy",
+        )
+
+    @property
+    def state(self) -> tuple[str, str, str, str]:
+        """The keys a crawl's end (or a new crawl) clears, beside ``workers``."""
+        return (self.requests, self.dupefilter, self.budget, self.busy)
+
+
+def page_fingerprint(source_id: str, key: str) -> str:
+    """The dupefilter's fingerprint of a page: its source and canonical URL.
+
+    >>> page_fingerprint("docs", "https://example.com/a") == page_fingerprint("docs", "https://example.com/a")
+    True
+    >>> page_fingerprint("docs", "https://example.com/a") == page_fingerprint("blog", "https://example.com/a")
+    False
+    """
+    return hashlib.sha1(f"{source_id}\n{key}".encode(), usedforsecurity=False).hexdigest()
+
+
+def check_redis(settings: Mapping[str, Any] | BaseSettings) -> None:
+    """:class:`ConfigError` (one line, no password) when ``KC_REDIS_URL`` is set and its Redis
+    does not answer."""
+    config = KcConfig.from_settings(settings)
+    if not config.redis_url:
+        return
+    import redis
+
+    try:
+        server = redis.Redis.from_url(config.redis_url, socket_connect_timeout=5)
+        try:
+            server.ping()
+        finally:
+            server.close()
+    except redis.RedisError as exc:
+        raise ConfigError(
+            f"KC_REDIS_URL {display_url(config.redis_url)}: Redis does not answer: {exc}"
+        ) from None
+
+
+def install_frontier(crawler: Crawler) -> bool:
+    """Give the crawl the shared frontier when ``KC_REDIS_URL`` is set; whether it did.
+
+    Raises :class:`ConfigError` (one line, no password) when Redis does not answer.
+    """
+    config = KcConfig.from_settings(crawler.settings)
+    if not config.redis_url:
+        return False
+    check_redis(crawler.settings)
+    # scrapy-redis formats its key settings with %(spider)s: no other % may reach it
+    keys = CrawlKeys.of(config.redis_key_prefix, "%(spider)s")
+    settings = crawler.settings
+    for name, value in {
+        "SCHEDULER": SCHEDULER,
+        "DUPEFILTER_CLASS": DUPEFILTER,
+        "REDIS_URL": config.redis_url,
+        "SCHEDULER_QUEUE_KEY": keys.requests,
+        "SCHEDULER_DUPEFILTER_KEY": keys.dupefilter,
+        "SCHEDULER_QUEUE_CLASS": "scrapy_redis.queue.PriorityQueue",
+        # A process that finishes must not clear what the others still crawl with: the
+        # crawl's keys are cleared by the last process to leave (SharedScheduler.close).
+        "SCHEDULER_PERSIST": True,
+        "SCHEDULER_FLUSH_ON_START": False,
+        "SCHEDULER_IDLE_BEFORE_CLOSE": 0,
+    }.items():
+        settings.set(name, value, priority="spider")
+    return True
+
+
+# KEYS: workers, then the state keys. ARGV: this process, stale seconds, "join" or "leave".
+# Drops workers whose heartbeat is stale; a join with nobody left clears the state of a
+# crawl that ended without clearing it, a leave that leaves nobody clears it all.
+_MEMBERSHIP = """
+local now = tonumber(redis.call('TIME')[1])
+local stale = tonumber(ARGV[2])
+local entries = redis.call('HGETALL', KEYS[1])
+for i = 1, #entries, 2 do
+  if now - tonumber(entries[i + 1]) > stale then
+    redis.call('HDEL', KEYS[1], entries[i])
+  end
+end
+redis.call('HDEL', KEYS[1], ARGV[1])
+local others = redis.call('HLEN', KEYS[1])
+if others == 0 then
+  for i = 2, #KEYS do redis.call('DEL', KEYS[i]) end
+end
+if ARGV[3] == 'join' then
+  redis.call('HSET', KEYS[1], ARGV[1], now)
+elseif others == 0 then
+  redis.call('DEL', KEYS[1])
+end
+return others
+"""
+
+_HEARTBEAT = """
+redis.call('HSET', KEYS[1], ARGV[1], redis.call('TIME')[1])
+"""
+
+# KEYS: workers, busy. ARGV: this process, stale seconds. 1 when another live process
+# has work in hand.
+_PEERS_BUSY = """
+local now = tonumber(redis.call('TIME')[1])
+local busy = redis.call('HGETALL', KEYS[2])
+for i = 1, #busy, 2 do
+  if busy[i] ~= ARGV[1] and busy[i + 1] == '1' then
+    local beat = redis.call('HGET', KEYS[1], busy[i])
+    if beat and now - tonumber(beat) <= tonumber(ARGV[2]) then return 1 end
+  end
+end
+return 0
+"""
+
+
+class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no type information
+    """scrapy-redis's scheduler, with the crawl's membership: who is crawling, who clears.
+
+    scrapy-redis 0.9.1 works with Scrapy 2.19 as it is (the engine builds the scheduler
+    with ``from_crawler`` and calls ``open(spider)``, ``close(reason)``,
+    ``enqueue_request``, ``next_request``, ``has_pending_requests``); only its stats
+    calls are redone here, without the deprecated ``spider`` argument.
+    """
+
+    server: Any
+    crawler: Crawler
+    _busy = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SharedScheduler:
+        scheduler: SharedScheduler = super().from_crawler(crawler)
+        scheduler.crawler = crawler
+        crawler.signals.connect(scheduler._spider_idle, signal=signals.spider_idle)
+        return scheduler
+
+    def open(self, spider: Spider) -> None:
+        settings = spider.crawler.settings
+        self.keys = CrawlKeys.of(KcConfig.from_settings(settings).redis_key_prefix, spider.name)
+        self.member = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
+        self._membership = self.server.register_script(_MEMBERSHIP)
+        self._heartbeat = self.server.register_script(_HEARTBEAT)
+        self._peers_busy = self.server.register_script(_PEERS_BUSY)
+        # Before the queue is looked at: a new crawl starts from nothing.
+        others = self._membership(
+            keys=[self.keys.workers, *self.keys.state],
+            args=[self.member, STALE_SECONDS, "join"],
+        )
+        logger.info(
+            "shared frontier in Redis (%s): %s other process(es) in this crawl",
+            self.keys.requests,
+            others,
+        )
+        spider.crawler.stats.set_value("kc/frontier/peers_at_start", int(others))
+        super().open(spider)
+        self._beat = task.LoopingCall(self._beat_once)
+        self._beat.start(HEARTBEAT_SECONDS, now=False)
+
+    # enqueue_request and next_request are scrapy-redis 0.9's, without the ``spider``
+    # argument to the stats calls that Scrapy 2.19 deprecates (a warning per call site).
+
+    def enqueue_request(self, request: Request) -> bool:
+        if not request.dont_filter and self.df.request_seen(request):
+            self.df.log(request, self.spider)
+            return False
+        if self.stats is not None:
+            self.stats.inc_value("scheduler/enqueued/redis")
+        self.queue.push(request)
+        return True
+
+    def next_request(self) -> Request | None:
+        request: Request | None = self.queue.pop(self.idle_before_close)
+        if request is not None and self.stats is not None:
+            self.stats.inc_value("scheduler/dequeued/redis")
+        if request is not None and not self._busy:
+            self._busy = True
+            self.server.hset(self.keys.busy, self.member, 1)
+        return request
+
+    def _spider_idle(self, spider: Spider) -> None:
+        """Stay while another process has work in hand: it may yet fill the queue."""
+        if self._busy:
+            self._busy = False
+            self.server.hset(self.keys.busy, self.member, 0)
+        if self._peers_busy(
+            keys=[self.keys.workers, self.keys.busy], args=[self.member, STALE_SECONDS]
+        ):
+            if self.stats is not None:
+                self.stats.inc_value("kc/frontier/waited_for_peers")
+            # Look at the queue again soon, not on the engine's 5 s heartbeat (Scrapy has no
+            # public way to ask; without the engine's slot, the heartbeat it is).
+            nextcall = getattr(getattr(self.crawler.engine, "_slot", None), "nextcall", None)
+            if nextcall is not None:
+                nextcall.schedule(POLL_SECONDS)
+            raise DontCloseSpider
+
+    def _beat_once(self) -> None:
+        try:
+            self._heartbeat(keys=[self.keys.workers], args=[self.member])
+        except Exception as exc:  # a missed beat is not fatal; STALE_SECONDS allows several
+            logger.warning("shared frontier: heartbeat failed: %s", exc)
+
+    def close(self, reason: str) -> None:
+        if getattr(self, "_beat", None) is not None and self._beat.running:
+            self._beat.stop()
+        super().close(reason)  # SCHEDULER_PERSIST: keeps the shared state
+        if not hasattr(self, "keys"):
+            return
+        self.server.hdel(self.keys.busy, self.member)
+        others = self._membership(
+            keys=[self.keys.workers, *self.keys.state],
+            args=[self.member, STALE_SECONDS, "leave"],
+        )
+        if others:
+            logger.info("shared frontier: %s other process(es) still crawling", others)
+        else:
+            logger.info("shared frontier: last process of the crawl, its Redis keys cleared")
+
+
+class PageDupeFilter(RFPDupeFilter):  # type: ignore[misc]  # scrapy-redis has no type information
+    """scrapy-redis's dupefilter with the project's page fingerprint and page budgets.
+
+    Requests without ``kc_source`` (not pages) keep scrapy-redis's fingerprint.
+    """
+
+    spider: Spider | None = None
+    budget_key: str | None = None
+
+    @classmethod
+    def from_spider(cls, spider: Spider) -> PageDupeFilter:
+        dupefilter: PageDupeFilter = super().from_spider(spider)
+        dupefilter.spider = spider
+        dupefilter.budget_key = CrawlKeys.of(
+            KcConfig.from_settings(spider.crawler.settings).redis_key_prefix, spider.name
+        ).budget
+        return dupefilter
+
+    def _page(self, request: Request) -> tuple[str, str] | None:
+        """(source id, canonical URL) of a page request: where it leads after redirects."""
+        source_id = request.meta.get(meta.SOURCE)
+        key = request.meta.get(meta.KEY)
+        if not isinstance(source_id, str) or not isinstance(key, str):
+            return None
+        if request.meta.get("redirect_urls"):
+            source = getattr(self.spider, "sources", {}).get(source_id)
+            try:
+                key = source.key(request.url) if source is not None else request.url
+            except ValueError:
+                key = request.url
+        return source_id, key
+
+    def request_fingerprint(self, request: Request) -> str:
+        page = self._page(request)
+        if page is None:
+            return str(super().request_fingerprint(request))
+        return page_fingerprint(*page)
+
+    def request_seen(self, request: Request) -> bool:
+        page = self._page(request)
+        if page is None:
+            return bool(super().request_seen(request))
+        if request.meta.get("redirect_urls") and page[1] == request.meta.get(meta.KEY):
+            return False  # a redirect to another spelling of the page: the page's own request
+        if self.server.sadd(self.key, page_fingerprint(*page)) == 0:
+            self._dropped(request, "kc/frontier/already_scheduled")
+            return True
+        source = getattr(self.spider, "sources", {}).get(page[0])
+        budget = source.max_pages if source is not None else 0
+        if not budget or self.budget_key is None:
+            return False
+        # a new page of the crawl: it takes one of the source's max_pages, if any is left
+        if int(self.server.hincrby(self.budget_key, page[0], 1)) <= budget:
+            return False
+        self._dropped(request, "kc/discovery/over_max_pages")
+        return True
+
+    def _dropped(self, request: Request, counter: str) -> None:
+        """Count a page request not scheduled; a start URL it was is not this process's."""
+        if self.spider is None:
+            return
+        stats = self.spider.crawler.stats
+        stats.inc_value(counter)
+        if request.meta.get(meta.START):
+            stats.inc_value("kc/start/requested", -1)
+            stats.inc_value("kc/start/elsewhere")
+
+    def close(self, reason: str = "") -> None:
+        """Keep the fingerprints: the crawl's other processes still use them."""

@@ -1,0 +1,61 @@
+"""The same crawl into PostgreSQL and into SQLite stores the same pages (F-SCALE)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from knowledge_crawler.store import open_store
+from knowledge_crawler.testsite import TestSite
+from tests.helpers import coroutine_test, last_run, run_crawl
+
+pytestmark = pytest.mark.crawl
+
+#: one request at a time: which of two identical pages is fetched first (the
+#: representative of the other) is then the same in both crawls
+SERIAL = {"CONCURRENT_REQUESTS": 1, "CONCURRENT_REQUESTS_PER_DOMAIN": 1}
+
+PAGES = (
+    "SELECT p.source_id, p.canonical_url, p.content_hash, p.title, p.status, p.http_status, "
+    "p.duplicate_kind, r.canonical_url AS duplicate_of, "
+    "(SELECT COUNT(*) FROM page_versions v WHERE v.page_id = p.id) AS versions "
+    "FROM pages p LEFT JOIN pages r ON r.id = p.duplicate_of"
+)
+
+
+def stored(url: str) -> dict[tuple[str, str], dict[str, Any]]:
+    with open_store(url) as store:
+        rows = [dict(r) for r in store.query(PAGES)]  # type: ignore[attr-defined]
+    return {(r["source_id"], r["canonical_url"]): r for r in rows}
+
+
+def run_row(url: str) -> dict[str, Any]:
+    with open_store(url) as store:
+        return dict(store.query("SELECT * FROM crawl_runs ORDER BY id DESC LIMIT 1")[0])  # type: ignore[attr-defined]
+
+
+@coroutine_test
+async def test_a_crawl_into_postgresql_stores_what_a_crawl_into_sqlite_does(
+    site: TestSite, db_url: str, postgres_url: str, tmp_path: Path
+) -> None:
+    settings = {**SERIAL, "KC_ARCHIVE_DIR": str(tmp_path / "archive")}
+    for url in (db_url, postgres_url):
+        await run_crawl(url, settings, seeds=site.url)
+    first = stored(db_url)
+    assert len(first) > 40
+    assert any(r["duplicate_of"] for r in first.values())
+    assert stored(postgres_url) == first
+    # The site changes; a second crawl of each revalidates and stores the same changes.
+    for i, kind in enumerate(("price", "text", "whitespace")):
+        site.mutate(i, kind)
+    for url in (db_url, postgres_url):
+        await run_crawl(url, settings, seeds=site.url)
+    second = stored(db_url)
+    assert sum(r["versions"] for r in second.values()) == 2
+    assert stored(postgres_url) == second
+    counters = ("pages_new", "responses_200_changed", "responses_304", "upserts_completed")
+    sqlite_run, postgres_run = last_run(db_url), run_row(postgres_url)
+    assert {c: postgres_run[c] for c in counters} == {c: sqlite_run[c] for c in counters}
+    assert postgres_run["outcome"] == "finished"

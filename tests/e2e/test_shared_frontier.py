@@ -1,0 +1,180 @@
+"""Two ``scrapy crawl knowledge`` processes, one crawl: the shared frontier in Redis (F-SCALE).
+
+Needs Redis (``KC_TEST_REDIS_URL``, default the local one) and PostgreSQL; skipped when
+either does not answer, except under ``CI=true``, where the test fails instead. Every
+key the crawl writes starts with a prefix of this test's own, and none is left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from knowledge_crawler.testsite import TestSite
+from tests.helpers import query
+from tests.postgres import run_sql
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+REDIS_URL = os.environ.get("KC_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+#: Scrapy's line for each response (LOG_LEVEL=DEBUG)
+CRAWLED = re.compile(r"Crawled \((\d+)\) <GET ([^>]+)>")
+
+
+@pytest.fixture
+def redis_prefix() -> Iterator[str]:
+    """A Redis key prefix of this test's own; every key under it is deleted afterwards."""
+    import redis
+
+    server = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3)
+    try:
+        server.ping()
+    except redis.RedisError as exc:
+        message = f"no Redis at {REDIS_URL} (KC_TEST_REDIS_URL): {exc}"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    prefix = f"kc_test_{secrets.token_hex(6)}"
+    try:
+        yield prefix
+    finally:
+        left = list(server.scan_iter(match=f"{prefix}:*"))
+        if left:
+            server.delete(*left)
+        server.close()
+
+
+def fetched_pages(stderr: str) -> list[tuple[str, str]]:
+    """(status, URL) of each response of a crawl, robots.txt left out (every process reads it)."""
+    return [(m[1], m[2]) for m in CRAWLED.finditer(stderr) if not m[2].endswith("/robots.txt")]
+
+
+def crawl_together(crawl: list[str], env: dict[str, str], tmp_path: Path) -> list[tuple[int, str]]:
+    """Start two crawl processes at once; (exit status, stderr) of each once both ended."""
+    # stderr to files: a pipe that nobody reads while the other process runs would fill up
+    # and stop its process.
+    logs = [tmp_path / f"crawl-{i}.log" for i in range(2)]
+    procs = []
+    for log in logs:
+        with log.open("wb") as sink:
+            procs.append(
+                subprocess.Popen(
+                    crawl,
+                    cwd=REPO,
+                    env={**os.environ, **env},
+                    stdout=subprocess.DEVNULL,
+                    stderr=sink,
+                )
+            )
+    for proc in procs:
+        proc.wait(timeout=240)
+    results = [
+        (proc.returncode, log.read_text("utf-8", "replace"))
+        for proc, log in zip(procs, logs, strict=True)
+    ]
+    for code, err in results:
+        assert code == 0, err[-3000:]
+        assert "Spider closed (finished)" in err, err[-3000:]
+    return results
+
+
+def assert_keys_cleared(prefix: str) -> None:
+    """The last process out cleared the crawl's keys."""
+    import redis
+
+    server = redis.Redis.from_url(REDIS_URL)
+    try:
+        assert list(server.scan_iter(match=f"{prefix}:*")) == []
+    finally:
+        server.close()
+
+
+def test_two_processes_fetch_each_page_once_into_one_dataset(
+    site: TestSite, postgres_url: str, redis_prefix: str, db_url: str, tmp_path: Path
+) -> None:
+    crawl = [str(BIN / "scrapy"), "crawl", "knowledge", "-a", f"seeds={site.url}"]
+    crawl += ["-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "LOG_LEVEL=DEBUG"]
+    # One process alone, as before (no Redis): the pages the crawl must store.
+    alone = subprocess.run(
+        crawl,
+        cwd=REPO,
+        env={**os.environ, "KC_DATABASE_URL": db_url, "KC_REDIS_URL": ""},
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    expected = {r["canonical_url"] for r in query(db_url, "SELECT canonical_url FROM pages")}
+    assert len(expected) > 20
+
+    # Slow pages keep both processes in the crawl together.
+    site.slow("/", 0.15)
+    env = {
+        "KC_DATABASE_URL": postgres_url,
+        "KC_ARCHIVE_DIR": str(tmp_path / "archive"),
+        "KC_REDIS_URL": REDIS_URL,
+        "KC_REDIS_KEY_PREFIX": redis_prefix,
+    }
+    results = crawl_together(crawl, env, tmp_path)
+
+    # Each page fetched once across both processes, and both fetched some.
+    fetched = [fetched_pages(err) for _, err in results]
+    assert all(fetched), [len(f) for f in fetched]
+    urls = [url for _, url in fetched[0] + fetched[1]]
+    twice = {url: n for url, n in Counter(urls).items() if n > 1}
+    assert not twice
+
+    # One row per page, the pages one process alone stores.
+    rows = run_sql(postgres_url, "SELECT canonical_url FROM pages")
+    assert len(rows) == len({r[0] for r in rows})
+    assert {r[0] for r in rows} == expected
+
+    # Both runs finished, side by side, and their 200s add up to the pages fetched.
+    runs = run_sql(
+        postgres_url, "SELECT outcome, started_at, finished_at, counters FROM crawl_runs"
+    )
+    assert [r[0] for r in runs] == ["finished", "finished"]
+    (_, start_a, end_a, _), (_, start_b, end_b, _) = runs
+    assert str(start_a) < str(end_b) and str(start_b) < str(end_a), "the runs did not overlap"
+    ok = sum(int(json.loads(str(r[3])).get("kc/fetch/status/200", 0)) for r in runs)
+    assert ok == sum(1 for f in fetched for status, _ in f if status == "200")
+
+    assert_keys_cleared(redis_prefix)
+
+
+def test_two_processes_share_the_page_budget(
+    site: TestSite, postgres_url: str, redis_prefix: str, tmp_path: Path
+) -> None:
+    seeds = tmp_path / "site.toml"
+    seeds.write_text(f'[[source]]\nid = "budget"\nstart_urls = ["{site.url}"]\nmax_pages = 12\n')
+    crawl = [str(BIN / "scrapy"), "crawl", "knowledge", "-a", f"seeds={seeds}"]
+    crawl += ["-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "LOG_LEVEL=DEBUG"]
+    site.slow("/", 0.1)
+    env = {
+        "KC_DATABASE_URL": postgres_url,
+        "KC_ARCHIVE_DIR": str(tmp_path / "archive"),
+        "KC_REDIS_URL": REDIS_URL,
+        "KC_REDIS_KEY_PREFIX": redis_prefix,
+    }
+    results = crawl_together(crawl, env, tmp_path)
+    # 12 pages for the crawl, not 12 for each process
+    urls = [url for _, err in results for _, url in fetched_pages(err)]
+    assert len(urls) == len(set(urls)) <= 12
+    [[rows]] = run_sql(postgres_url, "SELECT count(*) FROM pages")
+    assert 0 < int(str(rows)) <= 12
+    runs = run_sql(postgres_url, "SELECT counters FROM crawl_runs")
+    over = sum(int(json.loads(str(r[0])).get("kc/discovery/over_max_pages", 0)) for r in runs)
+    assert over > 0
+    assert_keys_cleared(redis_prefix)
