@@ -202,10 +202,14 @@ class DiscoveryMixin:
             if mark and lastmod and lastmod < mark and (source.id, page_key) in known:
                 stats.inc_value("kc/discovery/known_older_than_mark")
                 continue
-            item.pages.append(Discovered(page_key, candidate.url, lastmod))
             request = self.request_for(source, candidate.url, 0)
-            if request is not None:
-                requests.append(request)
+            if request is None:
+                # Already requested in this crawl (stored, queued, or listed by another
+                # discovery response, whose frontier entry stands), or over the budget: a
+                # frontier entry here would never be settled by this crawl.
+                continue
+            item.pages.append(Discovered(page_key, candidate.url, lastmod))
+            requests.append(request)
         stats.inc_value(f"kc/discovery/{adapter}/pages", len(item.pages))
         if adapter != "api" and newest is not None:
             item.checkpoint = newest

@@ -52,6 +52,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import RowMaker
 
 from knowledge_crawler.errors import SchemaMismatchError, StoreError, TransientStoreError
+from knowledge_crawler.store._report import stats_report
 from knowledge_crawler.store.base import (
     HEAD_COUNTERS,
     ArchivedPage,
@@ -75,8 +76,6 @@ from knowledge_crawler.store.sqlite import (
     _dedupe_row,
     _passage_params,
     _row_params,
-    _seconds_between,
-    fetch_errors,
     record_json,
 )
 
@@ -1711,56 +1710,24 @@ class PostgresStore(Store):
         )[0]
         frontier = q("SELECT COUNT(*) AS n FROM frontier")[0]["n"]
         last_runs = q("SELECT * FROM crawl_runs ORDER BY id DESC LIMIT %s", (runs,))
-        return {
-            "database": self.url,
-            "sanity": {
-                "total_rows": totals["total_rows"],
-                "distinct_identities": totals["distinct_identities"],
-                "rows_equal_identities": totals["total_rows"] == totals["distinct_identities"],
-                "shared_content_hashes": len(shared),
-                "shared_content_examples": [
-                    {"content_hash": r["content_hash"], "n": r["n"], "urls": r["urls"].split(" ")}
-                    for r in shared[:10]
-                ],
-                "stale_days": stale_days,
-                "stale_pages": len(stale),
-                "stale_examples": [dict(r) for r in stale[:10]],
-                "chained_duplicates": len(chained),
-                "chained_duplicate_examples": [dict(r) for r in chained[:10]],
-            },
-            "sources": [dict(r) for r in per_source],
-            "duplicates": {
-                "clusters": clusters,
-                "exact": dup_kinds.get("exact", 0),
-                "near": dup_kinds.get("near", 0),
-            },
-            "page_versions": versions,
-            "quarantined": quarantined,
-            "health": {
-                "now": now,
-                "sources": [
-                    {**dict(r), "lag_seconds": _seconds_between(r["most_overdue_since"], now)}
-                    for r in freshness
-                ],
-                "due_pages": sum(r["due"] or 0 for r in freshness),
-                "oldest_unverified": min(
-                    (r["oldest_check"] for r in freshness if r["oldest_check"]), default=None
-                ),
-                "pending_retries": retries["pending"] or 0,
-                "oldest_pending_retry": retries["oldest_pending_retry"],
-                "dead_lettered": retries["dead_lettered"] or 0,
-                "held_for_review": retries["review"] or 0,
-                "frontier": frontier,
-            },
-            "runs": [
-                {
-                    **{k: v for k, v in dict(r).items() if k != "counters"},
-                    "sources": json.loads(r["sources"]),
-                    "fetch_errors": fetch_errors(json.loads(r["counters"] or "{}")),
-                }
-                for r in last_runs
-            ],
-        }
+        return stats_report(
+            url=self.url,
+            now=now,
+            stale_days=stale_days,
+            totals=totals,
+            shared=shared,
+            stale=stale,
+            chained=chained,
+            per_source=per_source,
+            clusters=clusters,
+            dup_kinds=dup_kinds,
+            versions=versions,
+            quarantined=quarantined,
+            freshness=freshness,
+            retries=retries,
+            frontier=frontier,
+            last_runs=last_runs,
+        )
 
     def close(self) -> None:
         with self._lock:

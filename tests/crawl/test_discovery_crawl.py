@@ -116,3 +116,22 @@ async def test_a_second_sitemap_run_leaves_old_known_entries_to_validation(
     assert run["responses_200_changed"] == 1
     assert run["responses_304"] == len(index["pages"])  # root + every unchanged article
     assert again.stats.get_value("kc/discovery/known_older_than_mark") >= len(index["pages"]) - 1
+
+
+@coroutine_test
+async def test_a_listed_page_this_crawl_already_fetched_leaves_no_frontier_entry(
+    site: TestSite, db_url: str, tmp_path: Path
+) -> None:
+    """A page the crawl fetched before a feed listed it was never settled from the frontier
+    (it is not requested twice), so listing it there left an entry forever."""
+    feed = discovery(site)["feeds"][0]
+    seeds = source_file(tmp_path, site, feeds=[feed["url"]])
+    await run_crawl(db_url, seeds=seeds)
+    newest = feed["pages"][0]
+    article = next(a["i"] for a in site.manifest()["articles"] if a["path"] == newest)
+    site.mutate(article, "text", copies=False)
+    site.slow("/feed", 1.0)  # the stored pages are revalidated before the feed is read
+    await run_crawl(db_url, seeds=seeds)
+    assert query(db_url, "SELECT canonical_url FROM frontier") == []
+    [changed] = query(db_url, "SELECT COUNT(*) AS n FROM page_versions")
+    assert changed["n"] == 1

@@ -119,6 +119,14 @@ def test_a_killed_crawl_resumes_to_the_same_rows(
     crawl_to_end(db, seeds_file)
     assert rows(db) == expected  # nothing lost
     assert count(db, "SELECT COUNT(*) FROM page_versions") == 0  # nothing written twice
-    assert count(db, "SELECT COUNT(*) FROM frontier") == 0
+    left = query(f"sqlite:///{db}", "SELECT * FROM frontier")
+    stored = {
+        (r["source_id"], r["canonical_url"]): r
+        for r in query(
+            f"sqlite:///{db}",
+            "SELECT source_id, canonical_url, first_seen_at, last_checked_at FROM pages",
+        )
+    }
+    assert left == [], [(r, stored.get((r["source_id"], r["canonical_url"]))) for r in left]
     outcomes = [r["outcome"] for r in query(f"sqlite:///{db}", "SELECT outcome FROM crawl_runs")]
     assert outcomes == ["abandoned", "finished"]

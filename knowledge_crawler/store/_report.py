@@ -1,0 +1,105 @@
+"""The ``stats`` report, assembled the same way by every backend from its query results."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+__all__ = ["fetch_errors", "seconds_between", "stats_report"]
+
+
+def fetch_errors(counters: Mapping[str, Any]) -> dict[str, int]:
+    """``{kind: count}`` of a run's failed fetches, from its ``kc/fetch/error/<kind>`` stats."""
+    prefix = "kc/fetch/error/"
+    return {
+        k.removeprefix(prefix): int(v)
+        for k, v in sorted(counters.items())
+        if k.startswith(prefix) and isinstance(v, int)
+    }
+
+
+def seconds_between(earlier: str | None, later: str) -> int:
+    """Whole seconds from one stored time to another (0 without the first)."""
+    if not earlier:
+        return 0
+    fmt = "%Y-%m-%dT%H:%M:%S.%fZ"
+    try:
+        delta = datetime.strptime(later, fmt) - datetime.strptime(earlier, fmt)
+    except ValueError:
+        return 0
+    return max(0, int(delta.total_seconds()))
+
+
+def stats_report(
+    *,
+    url: str,
+    now: str,
+    stale_days: int,
+    totals: Any,
+    shared: Sequence[Any],
+    stale: Sequence[Any],
+    chained: Sequence[Any],
+    per_source: Sequence[Any],
+    clusters: int,
+    dup_kinds: Mapping[str, int],
+    versions: int,
+    quarantined: int,
+    freshness: Sequence[Any],
+    retries: Any,
+    frontier: int,
+    last_runs: Sequence[Any],
+) -> dict[str, Any]:
+    """What ``Store.stats`` returns, from the rows a backend's queries gave (rows index by
+    column name)."""
+    return {
+        "database": url,
+        "sanity": {
+            "total_rows": totals["total_rows"],
+            "distinct_identities": totals["distinct_identities"],
+            "rows_equal_identities": totals["total_rows"] == totals["distinct_identities"],
+            "shared_content_hashes": len(shared),
+            "shared_content_examples": [
+                {"content_hash": r["content_hash"], "n": r["n"], "urls": r["urls"].split(" ")}
+                for r in shared[:10]
+            ],
+            "stale_days": stale_days,
+            "stale_pages": len(stale),
+            "stale_examples": [dict(r) for r in stale[:10]],
+            "chained_duplicates": len(chained),
+            "chained_duplicate_examples": [dict(r) for r in chained[:10]],
+        },
+        "sources": [dict(r) for r in per_source],
+        "duplicates": {
+            "clusters": clusters,
+            "exact": dup_kinds.get("exact", 0),
+            "near": dup_kinds.get("near", 0),
+        },
+        "page_versions": versions,
+        "quarantined": quarantined,
+        "health": {
+            "now": now,
+            "sources": [
+                {**dict(r), "lag_seconds": seconds_between(r["most_overdue_since"], now)}
+                for r in freshness
+            ],
+            "due_pages": sum(r["due"] or 0 for r in freshness),
+            "oldest_unverified": min(
+                (r["oldest_check"] for r in freshness if r["oldest_check"]), default=None
+            ),
+            "pending_retries": retries["pending"] or 0,
+            "oldest_pending_retry": retries["oldest_pending_retry"],
+            "dead_lettered": retries["dead_lettered"] or 0,
+            "held_for_review": retries["review"] or 0,
+            "frontier": frontier,
+        },
+        "runs": [
+            {
+                **{k: v for k, v in dict(r).items() if k != "counters"},
+                "sources": json.loads(r["sources"]),
+                "fetch_errors": fetch_errors(json.loads(r["counters"] or "{}")),
+            }
+            for r in last_runs
+        ],
+    }
