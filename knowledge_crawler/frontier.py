@@ -273,6 +273,10 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
             return False
         if self.stats is not None:
             self.stats.inc_value("scheduler/enqueued/redis")
+            if request.meta.get(meta.START):
+                # In the shared queue a start URL is the crawl's: it counts for the process
+                # that takes it (next_request), which may be another one.
+                self.stats.inc_value("kc/start/requested", -1)
         self.queue.push(request)
         return True
 
@@ -280,6 +284,8 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
         request: Request | None = self.queue.pop(self.idle_before_close)
         if request is not None and self.stats is not None:
             self.stats.inc_value("scheduler/dequeued/redis")
+            if request.meta.get(meta.START):
+                self.stats.inc_value("kc/start/requested")
         if request is not None and not self._busy:
             self._busy = True
             self.server.hset(self.keys.busy, self.member, 1)
