@@ -1,4 +1,5 @@
-"""The ``stats`` report, assembled the same way by every backend from its query results."""
+"""What every backend assembles the same way from its query rows: the ``stats`` report,
+duplicate clusters, search results and export objects."""
 
 from __future__ import annotations
 
@@ -7,7 +8,15 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-__all__ = ["fetch_errors", "seconds_between", "stats_report"]
+__all__ = [
+    "export_page",
+    "export_passage",
+    "fetch_errors",
+    "group_duplicates",
+    "search_result",
+    "seconds_between",
+    "stats_report",
+]
 
 
 def fetch_errors(counters: Mapping[str, Any]) -> dict[str, int]:
@@ -103,3 +112,61 @@ def stats_report(
             for r in last_runs
         ],
     }
+
+
+def group_duplicates(rows: Sequence[Any]) -> list[dict[str, Any]]:
+    """Representatives with their duplicates, from rows ordered by representative (columns
+    ``rep_source, rep_url, rep_title, source_id, canonical_url, title, kind, score``)."""
+    clusters: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in rows:
+        cluster = clusters.setdefault(
+            (r["rep_source"], r["rep_url"]),
+            {
+                "representative": {
+                    "source_id": r["rep_source"],
+                    "canonical_url": r["rep_url"],
+                    "title": r["rep_title"],
+                },
+                "duplicates": [],
+            },
+        )
+        cluster["duplicates"].append(
+            {
+                "source_id": r["source_id"],
+                "canonical_url": r["canonical_url"],
+                "title": r["title"],
+                "kind": r["kind"],
+                "score": r["score"],
+            }
+        )
+    return list(clusters.values())
+
+
+def search_result(row: Any, score: float) -> dict[str, Any]:
+    """One passage of ``Store.search``, from a row of the backend's search query."""
+    return {
+        "passage_id": row["passage_id"],
+        "source_id": row["source_id"],
+        "canonical_url": row["canonical_url"],
+        "url": row["url"],
+        "title": row["title"],
+        "heading_path": json.loads(row["heading_path"]),
+        "score": round(score, 4),
+        "snippet": row["snippet"],
+        "content": row["content"],
+    }
+
+
+def export_page(row: Any) -> dict[str, Any]:
+    """One object of ``Store.export_pages``: the row, its JSON columns decoded."""
+    page = dict(row)
+    page["headings"] = json.loads(page["headings"] or "[]")
+    page["extra"] = json.loads(page["extra"] or "{}")
+    return page
+
+
+def export_passage(row: Any) -> dict[str, Any]:
+    """One object of ``Store.export_passages``: the row, its heading path decoded."""
+    passage = dict(row)
+    passage["heading_path"] = json.loads(passage["heading_path"] or "[]")
+    return passage

@@ -52,7 +52,13 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import RowMaker
 
 from knowledge_crawler.errors import SchemaMismatchError, StoreError, TransientStoreError
-from knowledge_crawler.store._report import stats_report
+from knowledge_crawler.store._report import (
+    export_page,
+    export_passage,
+    group_duplicates,
+    search_result,
+    stats_report,
+)
 from knowledge_crawler.store.base import (
     HEAD_COUNTERS,
     ArchivedPage,
@@ -1513,10 +1519,7 @@ class PostgresStore(Store):
         params = _export_params(since, source_id, include_duplicates, include_tombstoned)
         with self._reader(what) as conn:
             for row in self._stream(conn, _EXPORT, params, what):
-                page = dict(row)
-                page["headings"] = json.loads(page["headings"] or "[]")
-                page["extra"] = json.loads(page["extra"] or "{}")
-                yield page
+                yield export_page(row)
 
     def export_passages(
         self,
@@ -1530,9 +1533,7 @@ class PostgresStore(Store):
         params = _export_params(since, source_id, include_duplicates, include_tombstoned)
         with self._reader(what) as conn:
             for row in self._stream(conn, _EXPORT_PASSAGES, params, what):
-                passage = dict(row)
-                passage["heading_path"] = json.loads(passage["heading_path"] or "[]")
-                yield passage
+                yield export_passage(row)
 
     def dependents(self, key: tuple[str, str]) -> list[DedupeRow]:
         rows = self._rows(
@@ -1559,29 +1560,7 @@ class PostgresStore(Store):
             {"kind": kind or None},
             what="cannot read the duplicates of",
         )
-        clusters: dict[tuple[str, str], dict[str, Any]] = {}
-        for r in rows:
-            cluster = clusters.setdefault(
-                (r["rep_source"], r["rep_url"]),
-                {
-                    "representative": {
-                        "source_id": r["rep_source"],
-                        "canonical_url": r["rep_url"],
-                        "title": r["rep_title"],
-                    },
-                    "duplicates": [],
-                },
-            )
-            cluster["duplicates"].append(
-                {
-                    "source_id": r["source_id"],
-                    "canonical_url": r["canonical_url"],
-                    "title": r["title"],
-                    "kind": r["kind"],
-                    "score": r["score"],
-                }
-            )
-        return list(clusters.values())
+        return group_duplicates(rows)
 
     def search(
         self,
@@ -1606,20 +1585,7 @@ class PostgresStore(Store):
             raise ValueError(f"cannot search for {query!r}: {exc}") from None  # its syntax
         except psycopg.Error as exc:
             raise pg_store_error(exc, f"cannot search {self.url}") from exc
-        return [
-            {
-                "passage_id": r["passage_id"],
-                "source_id": r["source_id"],
-                "canonical_url": r["canonical_url"],
-                "url": r["url"],
-                "title": r["title"],
-                "heading_path": json.loads(r["heading_path"]),
-                "score": round(float(r["rank"]), 4),
-                "snippet": r["snippet"],
-                "content": r["content"],
-            }
-            for r in rows
-        ]
+        return [search_result(r, float(r["rank"])) for r in rows]
 
     def pages_without_passages(self) -> int:
         [row] = self._rows(

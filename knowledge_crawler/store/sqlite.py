@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import Any, cast
 
 from knowledge_crawler.errors import SchemaMismatchError, StoreError, TransientStoreError
-from knowledge_crawler.store._report import stats_report
+from knowledge_crawler.store._report import (
+    export_page,
+    export_passage,
+    group_duplicates,
+    search_result,
+    stats_report,
+)
 from knowledge_crawler.store.base import (
     HEAD_COUNTERS,
     ArchivedPage,
@@ -1364,10 +1370,7 @@ class SqliteStore(Store):
     ) -> Iterator[dict[str, Any]]:
         params = _export_params(since, source_id, include_duplicates, include_tombstoned)
         for row in self._stream(_EXPORT, params, "cannot export the pages of"):
-            page = dict(row)
-            page["headings"] = json.loads(page["headings"] or "[]")
-            page["extra"] = json.loads(page["extra"] or "{}")
-            yield page
+            yield export_page(row)
 
     def export_passages(
         self,
@@ -1379,9 +1382,7 @@ class SqliteStore(Store):
     ) -> Iterator[dict[str, Any]]:
         params = _export_params(since, source_id, include_duplicates, include_tombstoned)
         for row in self._stream(_EXPORT_PASSAGES, params, "cannot export the passages of"):
-            passage = dict(row)
-            passage["heading_path"] = json.loads(passage["heading_path"] or "[]")
-            yield passage
+            yield export_passage(row)
 
     def dependents(self, key: tuple[str, str]) -> list[DedupeRow]:
         with self._lock:
@@ -1406,29 +1407,7 @@ class SqliteStore(Store):
             "ORDER BY r.first_seen_at, r.id, d.first_seen_at, d.id",
             (kind,) if kind else (),
         )
-        clusters: dict[tuple[str, str], dict[str, Any]] = {}
-        for r in rows:
-            cluster = clusters.setdefault(
-                (r["rep_source"], r["rep_url"]),
-                {
-                    "representative": {
-                        "source_id": r["rep_source"],
-                        "canonical_url": r["rep_url"],
-                        "title": r["rep_title"],
-                    },
-                    "duplicates": [],
-                },
-            )
-            cluster["duplicates"].append(
-                {
-                    "source_id": r["source_id"],
-                    "canonical_url": r["canonical_url"],
-                    "title": r["title"],
-                    "kind": r["kind"],
-                    "score": r["score"],
-                }
-            )
-        return list(clusters.values())
+        return group_duplicates(rows)
 
     def search(
         self,
@@ -1465,20 +1444,7 @@ class SqliteStore(Store):
             if isinstance(error, TransientStoreError):
                 raise error from exc
             raise ValueError(f"cannot search for {match!r}: {exc}") from None  # its syntax
-        return [
-            {
-                "passage_id": r["passage_id"],
-                "source_id": r["source_id"],
-                "canonical_url": r["canonical_url"],
-                "url": r["url"],
-                "title": r["title"],
-                "heading_path": json.loads(r["heading_path"]),
-                "score": round(-r["rank"], 4),
-                "snippet": r["snippet"],
-                "content": r["content"],
-            }
-            for r in rows
-        ]
+        return [search_result(r, -r["rank"]) for r in rows]
 
     def _narrowed(self, terms: Sequence[Sequence[str]]) -> str | None:
         """The rarer terms of an any-word query, as a match, when some of its terms are in
