@@ -15,6 +15,8 @@ The keys of a crawl (``PREFIX`` is ``KC_REDIS_KEY_PREFIX``, ``SPIDER`` the spide
 ``PREFIX:SPIDER:workers``     the processes crawling now, with their last heartbeat (a hash)
 ``PREFIX:SPIDER:busy``        which of them has work in hand: 1 from taking a request from
                               the queue until it is idle again, else 0 (a hash)
+``PREFIX:SPIDER:dedupe``      every page judged for duplicates, in order (a stream; see
+                              knowledge_crawler.dedupe_log)
 
 A page request's fingerprint is its source id and canonical URL (``kc_source`` and
 ``kc_key``): the pages two sources share are fetched once for each, as in one
@@ -97,6 +99,7 @@ class CrawlKeys:
     budget: str
     workers: str
     busy: str
+    dedupe: str
 
     @classmethod
     def of(cls, prefix: str, spider: str) -> CrawlKeys:
@@ -110,12 +113,13 @@ class CrawlKeys:
             budget=f"{base}:budget",
             workers=f"{base}:workers",
             busy=f"{base}:busy",
+            dedupe=f"{base}:dedupe",
         )
 
     @property
-    def state(self) -> tuple[str, str, str, str]:
+    def state(self) -> tuple[str, ...]:
         """The keys a crawl's end (or a new crawl) clears, beside ``workers``."""
-        return (self.requests, self.dupefilter, self.budget, self.busy)
+        return (self.requests, self.dupefilter, self.budget, self.busy, self.dedupe)
 
 
 def page_fingerprint(source_id: str, key: str) -> str:

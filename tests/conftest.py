@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -80,3 +82,39 @@ def chromium() -> str:
             pytest.fail(message)
         pytest.skip(message)
     return path
+
+
+#: the Redis the tests use, with keys of their own (``redis_prefix``)
+REDIS_URL = os.environ.get("KC_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+@pytest.fixture
+def redis_server() -> Iterator[Any]:
+    """A client of ``KC_TEST_REDIS_URL`` (default the local Redis); skipped when it does not
+    answer, except under ``CI=true``, where the test fails instead."""
+    import redis
+
+    server = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3)
+    try:
+        server.ping()
+    except redis.RedisError as exc:
+        message = f"no Redis at {REDIS_URL} (KC_TEST_REDIS_URL): {exc}"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def redis_prefix(redis_server: Any) -> Iterator[str]:
+    """A Redis key prefix of this test's own; every key under it is deleted afterwards."""
+    prefix = f"kc_test_{secrets.token_hex(6)}"
+    try:
+        yield prefix
+    finally:
+        left = list(redis_server.scan_iter(match=f"{prefix}:*"))
+        if left:
+            redis_server.delete(*left)

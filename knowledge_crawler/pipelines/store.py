@@ -22,6 +22,17 @@ No row is lost and none is written twice:
   file beside it, ``<database>.unsaved-<run id>.jsonl``: one JSON object a
   line, ``{"page": {...}}`` or ``{"duplicate_update": {...}}``;
 * the age ticker outlives any error, and ``close_spider`` always flushes.
+
+When several processes crawl together (``KC_REDIS_URL``), a page may be judged the
+duplicate of a page another process fetched and has not stored yet (its batch
+commits up to ``KC_STORE_FLUSH_SECONDS`` later), and a decision about a page may
+reach the database before the page does. Such a link is not dropped: the page is
+stored as no duplicate for the moment, and the link waits and is written again
+with every batch until both pages are stored (``kc/store/links_deferred``,
+``kc/store/links_resolved``); at close it waits up to twice
+``KC_STORE_FLUSH_SECONDS`` plus 10 s for the other processes' batches, and only
+then is it given up (``kc/store/unlinked``, ``kc/store/dropped_updates``). A newer
+decision about the page replaces a waiting one.
 """
 
 from __future__ import annotations
@@ -50,6 +61,8 @@ from knowledge_crawler.pipelines._base import KcPipeline
 from knowledge_crawler.runtime import STORE_FAILED
 from knowledge_crawler.sources import Source
 from knowledge_crawler.store import (
+    PAGE_NOT_STORED,
+    REPRESENTATIVE_NOT_STORED,
     CheckpointAdvance,
     DuplicateUpdate,
     FetchFailure,
@@ -74,6 +87,12 @@ _MAX_DELAY = 5.0
 _WRITER_SWITCH_INTERVAL = 0.0005
 #: at most one "retrying" WARNING line per this many seconds
 _WARN_EVERY = 10.0
+#: how long close waits for other processes' batches beyond twice the flush age (s)
+_PEER_WAIT_SECONDS = 10.0
+#: why a duplicate update waits for another process in a shared crawl
+_NOT_YET_STORED = (PAGE_NOT_STORED, REPRESENTATIVE_NOT_STORED)
+
+Key = tuple[str, str]
 
 
 def to_record(item: PageItem, **schedule: Any) -> PageRecord:
@@ -146,8 +165,13 @@ class StorePipeline(KcPipeline):
         self._closing = False
         self._close_task: asyncio.Task[None] | None = None
         self._switch_interval = sys.getswitchinterval()
+        #: several processes crawl together: links to pages not stored yet wait (see above)
+        self._shared = False
+        #: duplicate links waiting for their page or representative to be stored, by page
+        self._waiting: dict[Key, DuplicateUpdate] = {}
 
     async def open_spider(self) -> None:
+        self._shared = bool(getattr(self.crawler.spider, "shared_frontier", False))
         # The writer thread releases the GIL around every SQLite step and must win it
         # back from a busy reactor thread each time; at Python's default 5 ms switch
         # interval a batch of 200 touches took 4-5 s during a 304 re-crawl, items
@@ -160,6 +184,10 @@ class StorePipeline(KcPipeline):
         if isinstance(item, PageItem):
             ops: list[Operation] = [to_record(item, **self._schedule(item, changed=None))]
             ops += item.dedupe_updates
+            if self._waiting:  # a newer decision replaces a waiting one
+                self._waiting.pop((item.source_id, item.canonical_url), None)
+                for update in item.dedupe_updates:
+                    self._waiting.pop(update.key, None)
         elif isinstance(item, NotModifiedItem):
             ops = [self._touch(item)]
         elif isinstance(item, DiscoveryItem):
@@ -286,7 +314,9 @@ class StorePipeline(KcPipeline):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), timeout=interval)
             try:
-                if self._ops and time.monotonic() - self._oldest >= self.flush_seconds:
+                if (self._ops or self._waiting) and (
+                    time.monotonic() - self._oldest >= self.flush_seconds
+                ):
                     await self.flush()
             except Exception:
                 logger.exception("store: a flush by age failed; its rows stay in memory")
@@ -302,17 +332,47 @@ class StorePipeline(KcPipeline):
             if self._failed is not None:
                 return
             n = len(self._ops)
-            if not n:
+            if not n and not self._waiting:
                 return
+            waiting, self._waiting = self._waiting, {}
             started = time.monotonic()
+            batch = self._ops[:n] + list(waiting.values())
             try:
-                result = await self._write_retrying(self._ops[:n])
+                result = await self._write_retrying(batch)
             except Exception as exc:
+                for key, update in waiting.items():  # newer decisions came in meanwhile
+                    self._waiting.setdefault(key, update)
                 self._fail(exc, time.monotonic() - started)
                 return
             del self._ops[:n]
             self._oldest = started  # rows that came in meanwhile are younger than that
+            if self._shared:
+                self._wait_for_peers(batch, result, waiting)
         self._count(result)
+
+    def _wait_for_peers(
+        self, batch: Sequence[Operation], result: UpsertResult, sent: dict[Key, DuplicateUpdate]
+    ) -> None:
+        """Keep the links of ``result`` whose page or representative another process has
+        not stored yet (taking them out of ``result``), to be written again."""
+        records = {op.key: op for op in batch if isinstance(op, PageRecord)}
+        later = {op.key for op in self._ops if isinstance(op, (PageRecord, DuplicateUpdate))}
+        waiting: list[DuplicateUpdate] = []
+        for key in result.unlinked:
+            rec = records[key]
+            waiting.append(
+                DuplicateUpdate(key, rec.duplicate_of, rec.duplicate_kind, rec.duplicate_score)
+            )
+        waiting += [update for update, why in result.dropped_updates if why in _NOT_YET_STORED]
+        result.unlinked = []
+        result.dropped_updates = [d for d in result.dropped_updates if d[1] not in _NOT_YET_STORED]
+        for update in waiting:
+            if update.key in later or update.key in self._waiting:
+                continue  # a newer decision about the page is queued
+            if update.key not in sent:
+                self.inc("store/links_deferred")
+            self._waiting[update.key] = update
+        self.inc("store/links_resolved", sum(1 for key in sent if key not in self._waiting))
 
     async def _write(self, ops: Sequence[Operation]) -> UpsertResult:
         loop = asyncio.get_running_loop()
@@ -401,11 +461,38 @@ class StorePipeline(KcPipeline):
                 logger.exception("store: the age ticker failed")
         try:
             await self.flush()
+            await self._settle_waiting()
             if self._ops:  # the store failed: one last try, then rescue
                 await self._last_try()
         finally:
             self._writer.shutdown(wait=True)
             sys.setswitchinterval(self._switch_interval)
+
+    async def _settle_waiting(self) -> None:
+        """Give the other processes of a shared crawl time to store what waiting links name."""
+        if not self._waiting:
+            return
+        limit = 2 * self.flush_seconds + _PEER_WAIT_SECONDS
+        logger.info(
+            "store: %d duplicate links name pages other processes have not stored yet; "
+            "waiting up to %.0f s for them",
+            len(self._waiting),
+            limit,
+        )
+        deadline = time.monotonic() + limit
+        while self._waiting and self._failed is None and time.monotonic() < deadline:
+            await asyncio.sleep(min(0.5, self.flush_seconds))
+            await self.flush()
+        if self._failed is not None:
+            return
+        for update in self._waiting.values():
+            self.inc("store/dropped_updates")
+            logger.warning(
+                "duplicate link of %s %s not stored: %s %s was never stored",
+                *update.key,
+                *(update.duplicate_of or ("", "")),
+            )
+        self._waiting.clear()
 
     async def _last_try(self) -> None:
         n = len(self._ops)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from knowledge_crawler.errors import StoreError
 from knowledge_crawler.store.base import (
     HEAD_COUNTERS,
+    PAGE_NOT_STORED,
+    REPRESENTATIVE_NOT_STORED,
     RUN_OUTCOMES,
     STORE_COUNTERS,
     ArchivedPage,
@@ -28,6 +30,8 @@ from knowledge_crawler.store.base import (
 
 __all__ = [
     "HEAD_COUNTERS",
+    "PAGE_NOT_STORED",
+    "REPRESENTATIVE_NOT_STORED",
     "RUN_OUTCOMES",
     "STORE_COUNTERS",
     "ArchivedPage",

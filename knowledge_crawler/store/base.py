@@ -370,6 +370,12 @@ class DedupeRow:
         return (self.source_id, self.canonical_url)
 
 
+#: why a duplicate update was not applied: its page, or the page it names as its
+#: representative, has no row (yet: another process of a shared crawl may store it)
+PAGE_NOT_STORED = "its page is not stored"
+REPRESENTATIVE_NOT_STORED = "its representative is not stored"
+
+
 @dataclass(slots=True)
 class UpsertResult:
     """What one batch did, key by key."""

@@ -61,6 +61,8 @@ from knowledge_crawler.store._report import (
 )
 from knowledge_crawler.store.base import (
     HEAD_COUNTERS,
+    PAGE_NOT_STORED,
+    REPRESENTATIVE_NOT_STORED,
     ArchivedPage,
     CheckpointAdvance,
     DedupeRow,
@@ -1152,9 +1154,9 @@ class PostgresStore(Store):
         ready: list[DuplicateUpdate] = []
         for update in updates:
             if update.key not in present:
-                result.dropped_updates.append((update, "its page is not stored"))
+                result.dropped_updates.append((update, PAGE_NOT_STORED))
             elif update.duplicate_of is not None and update.duplicate_of not in present:
-                result.dropped_updates.append((update, "its representative is not stored"))
+                result.dropped_updates.append((update, REPRESENTATIVE_NOT_STORED))
             else:
                 ready.append(update)
         if not isolate:

@@ -34,6 +34,8 @@ from knowledge_crawler.store._report import (
 )
 from knowledge_crawler.store.base import (
     HEAD_COUNTERS,
+    PAGE_NOT_STORED,
+    REPRESENTATIVE_NOT_STORED,
     ArchivedPage,
     CheckpointAdvance,
     DedupeRow,
@@ -912,12 +914,12 @@ class SqliteStore(Store):
         ready: list[DuplicateUpdate] = []
         for update in updates:
             if conn.execute(_EXISTS, update.key).fetchone() is None:
-                result.dropped_updates.append((update, "its page is not stored"))
+                result.dropped_updates.append((update, PAGE_NOT_STORED))
             elif (
                 update.duplicate_of is not None
                 and conn.execute(_EXISTS, update.duplicate_of).fetchone() is None
             ):
-                result.dropped_updates.append((update, "its representative is not stored"))
+                result.dropped_updates.append((update, REPRESENTATIVE_NOT_STORED))
             else:
                 ready.append(update)
         if not isolate:

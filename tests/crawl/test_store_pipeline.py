@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import time
+from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from scrapy import Spider
 from scrapy.utils.test import get_crawler
 
 from knowledge_crawler.errors import TransientStoreError
 from knowledge_crawler.items import PageItem
-from knowledge_crawler.pipelines.store import StorePipeline
+from knowledge_crawler.pipelines import store as store_pipeline
+from knowledge_crawler.pipelines.store import StorePipeline, to_record
 from knowledge_crawler.runtime import runtime_for
-from knowledge_crawler.store import utc_now
+from knowledge_crawler.store import DuplicateUpdate, open_store, utc_now
 from knowledge_crawler.transform.fingerprint import content_hash
 from tests.faults import FlakyStore, hold_lock
 from tests.helpers import coroutine_test, query
@@ -183,3 +186,114 @@ async def test_close_flushes_even_when_the_ticker_died(db_url: str) -> None:
 
 async def _raise() -> None:
     raise RuntimeError("a ticker that died")
+
+
+# -- a shared crawl: links to pages another process has not stored yet ------------------
+
+
+def shared_pipeline(db_url: str, **settings: Any) -> StorePipeline:
+    """A store pipeline of a crawl shared with other processes (KC_REDIS_URL)."""
+    crawler = get_crawler(Spider, {"KC_DATABASE_URL": db_url, **settings})
+    crawler.spider = SimpleNamespace(shared_frontier=True)
+    return StorePipeline.from_crawler(crawler)
+
+
+def links(db_url: str) -> dict[str, str | None]:
+    rows = query(
+        db_url,
+        "SELECT p.canonical_url AS page, r.canonical_url AS rep FROM pages p "
+        "LEFT JOIN pages r ON r.id = p.duplicate_of",
+    )
+    return {r["page"]: r["rep"] for r in rows}
+
+
+def copy_of(n: int, rep: int) -> PageItem:
+    page = item(rep)
+    page.url = page.final_url = f"http://e.com/copy-{n}"
+    page.canonical_url = f"https://e.com/copy-{n}"
+    page.duplicate_of, page.duplicate_kind, page.duplicate_score = (
+        ("s", item(rep).canonical_url),
+        "exact",
+        1.0,
+    )
+    return page
+
+
+def stored_elsewhere(db_url: str, *pages: PageItem) -> None:
+    """Another process of the crawl commits its batch with ``pages``."""
+    with open_store(db_url) as other:
+        other.write([to_record(p) for p in pages])
+
+
+@coroutine_test
+async def test_a_link_to_a_page_another_process_stores_later_is_written_then(
+    db_url: str,
+) -> None:
+    pipeline = shared_pipeline(db_url, KC_STORE_BATCH_SIZE=1000, KC_STORE_FLUSH_SECONDS=0.1)
+    await pipeline.open_spider()
+    # this process: a copy of page 1 (which the other process fetched), and a decision
+    # about page 2, which the other process has not stored yet either
+    await pipeline.process_item(copy_of(1, rep=1))
+    update = DuplicateUpdate(
+        ("s", item(2).canonical_url), ("s", item(3).canonical_url), "near", 0.9
+    )
+    await pipeline.process_item(item(3))
+    pipeline._ops.append(update)
+    await pipeline.flush()
+    assert links(db_url) == {"https://e.com/copy-1": None, "https://e.com/3": None}
+    assert pipeline.stats.get_value("kc/store/links_deferred") == 2
+    stored_elsewhere(db_url, item(1), item(2))
+    await asyncio.sleep(0.4)  # the next batch by age writes the waiting links
+    assert links(db_url) == {
+        "https://e.com/copy-1": "https://e.com/1",
+        "https://e.com/3": None,
+        "https://e.com/1": None,
+        "https://e.com/2": "https://e.com/3",
+    }
+    await pipeline.close_spider()
+    assert pipeline.stats.get_value("kc/store/links_resolved") == 2
+    assert not pipeline.stats.get_value("kc/store/unlinked")
+    assert not pipeline.stats.get_value("kc/store/dropped_updates")
+    runtime_for(pipeline.crawler).store.close()
+
+
+@coroutine_test
+async def test_close_waits_for_the_other_process_and_a_newer_decision_wins(
+    db_url: str,
+) -> None:
+    pipeline = shared_pipeline(db_url, KC_STORE_BATCH_SIZE=1000, KC_STORE_FLUSH_SECONDS=60)
+    await pipeline.open_spider()
+    await pipeline.process_item(copy_of(1, rep=1))
+    await pipeline.process_item(copy_of(2, rep=2))
+    await pipeline.flush()
+    later = item(2)  # copy-2 is decided again: no duplicate now
+    later.url = later.final_url = "http://e.com/copy-2"
+    later.canonical_url = "https://e.com/copy-2"
+    await pipeline.process_item(later)
+    loop = asyncio.get_running_loop()
+    # page 1 and 2 are stored by the other process while this one is closing
+    loop.call_later(0.6, stored_elsewhere, db_url, item(1), item(2))
+    await pipeline.close_spider()
+    assert links(db_url) == {
+        "https://e.com/copy-1": "https://e.com/1",
+        "https://e.com/copy-2": None,
+        "https://e.com/1": None,
+        "https://e.com/2": None,
+    }
+    runtime_for(pipeline.crawler).store.close()
+
+
+@coroutine_test
+async def test_a_link_to_a_page_never_stored_is_given_up_at_close(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_pipeline, "_PEER_WAIT_SECONDS", 0.3)
+    pipeline = shared_pipeline(db_url, KC_STORE_BATCH_SIZE=1000, KC_STORE_FLUSH_SECONDS=0.1)
+    await pipeline.open_spider()
+    await pipeline.process_item(copy_of(1, rep=1))
+    started = time.monotonic()
+    await pipeline.close_spider()
+    assert 0.3 <= time.monotonic() - started < 5
+    assert links(db_url) == {"https://e.com/copy-1": None}  # stored, as no duplicate
+    assert pipeline.stats.get_value("kc/store/dropped_updates") == 1
+    runtime_for(pipeline.crawler).store.close()

@@ -10,16 +10,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from knowledge_crawler.testsite import TestSite
+from tests.conftest import REDIS_URL
 from tests.helpers import query
 from tests.postgres import run_sql
 
@@ -27,32 +26,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-REDIS_URL = os.environ.get("KC_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 #: Scrapy's line for each response (LOG_LEVEL=DEBUG)
 CRAWLED = re.compile(r"Crawled \((\d+)\) <GET ([^>]+)>")
-
-
-@pytest.fixture
-def redis_prefix() -> Iterator[str]:
-    """A Redis key prefix of this test's own; every key under it is deleted afterwards."""
-    import redis
-
-    server = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3)
-    try:
-        server.ping()
-    except redis.RedisError as exc:
-        message = f"no Redis at {REDIS_URL} (KC_TEST_REDIS_URL): {exc}"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    prefix = f"kc_test_{secrets.token_hex(6)}"
-    try:
-        yield prefix
-    finally:
-        left = list(server.scan_iter(match=f"{prefix}:*"))
-        if left:
-            server.delete(*left)
-        server.close()
 
 
 def fetched_pages(stderr: str) -> list[tuple[str, str]]:
@@ -89,6 +64,27 @@ def crawl_together(crawl: list[str], env: dict[str, str], tmp_path: Path) -> lis
     return results
 
 
+#: each page with the canonical URL of its representative (NULL: it is one)
+DUPLICATES = (
+    "SELECT p.canonical_url, r.canonical_url AS duplicate_of, p.duplicate_kind, "
+    "r.duplicate_of AS rep_duplicate_of "
+    "FROM pages p LEFT JOIN pages r ON r.id = p.duplicate_of"
+)
+
+
+def clusters(rows: list[tuple[object, ...]]) -> set[frozenset[str]]:
+    """The duplicate clusters (a representative and its duplicates) of (page, representative) rows.
+
+    Which page of a cluster represents it is the one processed first, which two
+    processes may see in another order than one: the clusters, not their heads, compare.
+    """
+    groups: dict[str, set[str]] = {}
+    for page, rep, *_ in rows:
+        if rep is not None:
+            groups.setdefault(str(rep), {str(rep)}).add(str(page))
+    return {frozenset(g) for g in groups.values()}
+
+
 def assert_keys_cleared(prefix: str) -> None:
     """The last process out cleared the crawl's keys."""
     import redis
@@ -118,6 +114,8 @@ def test_two_processes_fetch_each_page_once_into_one_dataset(
     assert alone.returncode == 0, alone.stderr[-3000:]
     expected = {r["canonical_url"] for r in query(db_url, "SELECT canonical_url FROM pages")}
     assert len(expected) > 20
+    alone_clusters = clusters([tuple(r.values()) for r in query(db_url, DUPLICATES)])
+    assert len(alone_clusters) >= 4, alone_clusters
 
     # Slow pages keep both processes in the crawl together.
     site.slow("/", 0.15)
@@ -140,6 +138,16 @@ def test_two_processes_fetch_each_page_once_into_one_dataset(
     rows = run_sql(postgres_url, "SELECT canonical_url FROM pages")
     assert len(rows) == len({r[0] for r in rows})
     assert {r[0] for r in rows} == expected
+
+    # Duplicates are judged together: the copies one process found, whichever process
+    # fetched each page, and never the duplicate of a duplicate.
+    dup_rows = run_sql(postgres_url, DUPLICATES)
+    assert [r for r in dup_rows if r[3] is not None] == []
+    assert clusters(dup_rows) == alone_clusters
+    judged = [
+        json.loads(str(r[0])) for r in run_sql(postgres_url, "SELECT counters FROM crawl_runs")
+    ]
+    assert all(c.get("kc/dedupe/shared_replayed", 0) > 0 for c in judged), judged
 
     # Both runs finished, side by side, and their 200s add up to the pages fetched.
     runs = run_sql(

@@ -5,6 +5,7 @@ store/  -> no Scrapy, no transform/ (it saves values and never computes them)
 cli/    -> never Scrapy or Twisted (fast start, testable without a reactor)
 archive.py -> no Scrapy, no store (WARC files and bytes only: an IO module beside store/)
 reextract.py -> no Scrapy, no click (the re-extraction the CLI runs: store + pure floors)
+dedupe_log.py -> no Scrapy, no store (the shared dedupe log: Redis + the pure policy)
 settings.py -> only knowledge_crawler.config from the package (dotted strings otherwise)
 """
 
@@ -44,6 +45,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "cli": (*SCRAPY_WORLD,),
     "archive.py": (*SCRAPY_WORLD, *DATABASES, "click", "knowledge_crawler.store", *ADAPTERS),
     "reextract.py": (*SCRAPY_WORLD, *DATABASES, "click", *ADAPTERS),
+    "dedupe_log.py": (*SCRAPY_WORLD, *DATABASES, "click", "knowledge_crawler.store", *ADAPTERS),
     "config.py": (*SCRAPY_WORLD, *DATABASES, "click", "knowledge_crawler.store", *ADAPTERS),
 }
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import secrets
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
@@ -16,8 +14,6 @@ from knowledge_crawler.config import KcConfig
 from knowledge_crawler.errors import ConfigError
 from knowledge_crawler.frontier import CrawlKeys, PageDupeFilter, check_redis, page_fingerprint
 from knowledge_crawler.sources import Source
-
-REDIS_URL = os.environ.get("KC_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
 def test_redis_settings_are_checked() -> None:
@@ -45,18 +41,9 @@ def test_keys_and_fingerprints() -> None:
 
 
 @pytest.fixture
-def dupefilter() -> Iterator[PageDupeFilter]:
-    import redis
-
-    server = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3)
-    try:
-        server.ping()
-    except redis.RedisError as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"no Redis at {REDIS_URL}: {exc}")
-        pytest.skip(f"no Redis at {REDIS_URL}: {exc}")
-    prefix = f"kc_test_{secrets.token_hex(6)}"
-    keys = CrawlKeys.of(prefix, "knowledge")
+def dupefilter(redis_server: Any, redis_prefix: str) -> Iterator[PageDupeFilter]:
+    server = redis_server
+    keys = CrawlKeys.of(redis_prefix, "knowledge")
     stats: dict[str, int] = {}
 
     def inc_value(key: str, count: int = 1) -> None:
@@ -76,7 +63,6 @@ def dupefilter() -> Iterator[PageDupeFilter]:
         yield df
     finally:
         server.delete(*keys.state, keys.workers)
-        server.close()
 
 
 def page(source: str, url: str, **extra: Any) -> Request:
