@@ -5,8 +5,9 @@
 Runs, each as a subprocess with this interpreter from the repository root:
 bench_extract.py, bench_minhash.py (always ``--quick``; skipped with a note if the file
 is missing), bench_store.py, bench_dedupe_restore.py, bench_crawl.py, bench_sync.py,
-bench_render.py and bench_search.py. ``--quick`` passes ``--quick`` to the store, restore,
-crawl, sync, render and search benchmarks and
+bench_render.py, bench_search.py and bench_capacity.py (which also rewrites
+docs/scaling.md, but for ``--quick``). ``--quick`` passes ``--quick`` to the store, restore,
+crawl, sync, render, search and capacity benchmarks and
 ``--repeat 1`` to the extraction benchmark. Each script's markdown output is printed
 under a heading with the exact command and its duration; a script that fails is reported
 with its exit status and the tail of its stderr, and the others still run (exit status 1
@@ -43,6 +44,8 @@ BENCHMARKS: list[tuple[str, str, str, list[str], list[str]]] = [
     ("sync", "Incremental re-crawl (conditional GET)", "bench_sync.py", [], ["--quick"]),
     ("render", "Rendered crawl (Playwright, Chromium)", "bench_render.py", [], ["--quick"]),
     ("search", "Full-text search latency", "bench_search.py", [], ["--quick"]),
+    # the measured per-page costs and the capacity model built on them: docs/scaling.md
+    ("capacity", "Per-page costs for capacity", "bench_capacity.py", ["--write"], ["--quick"]),
 ]
 
 
