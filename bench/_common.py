@@ -103,6 +103,20 @@ def run_crawl(
     for name, value in (FAST_SETTINGS if settings is None else settings).items():
         cmd += ["-s", f"{name}={value}"]
     cmd += ["-s", f"KC_DATABASE_URL=sqlite:///{db}", *(extra or [])]
+    measured = measure_scrapy(cmd, REPO, site_pid, prog=prog)
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    try:
+        run = dict(conn.execute("SELECT * FROM crawl_runs ORDER BY id DESC LIMIT 1").fetchone())
+    finally:
+        conn.close()
+    return measured | {"run": run, "counters": json.loads(run.get("counters") or "{}")}
+
+
+def measure_scrapy(cmd: list[str], cwd: Path, site_pid: int, *, prog: str) -> dict[str, Any]:
+    """``scrapy CMD...`` in ``cwd``, measured: ``wall``, ``cpu`` (user + system), ``rss_kib``
+    (peak), ``site_cpu`` (the test site's CPU meanwhile) and ``stderr``. Exits the benchmark
+    (naming ``prog``) if the command fails."""
     with tempfile.NamedTemporaryFile("r", suffix=".rusage") as usage:
         if os.access(TIME_BIN, os.X_OK):
             argv = [TIME_BIN, "-q", "-f", "%M %U %S", "-o", usage.name, str(scrapy_exe()), *cmd]
@@ -110,27 +124,31 @@ def run_crawl(
             argv = [sys.executable, "-c", _WRAPPER, usage.name, *cmd]
         site_cpu0 = cpu_seconds(site_pid)
         t0 = time.perf_counter()
-        proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
+        proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
         wall = time.perf_counter() - t0
         site_cpu = cpu_seconds(site_pid) - site_cpu0
         if proc.returncode != 0:
             sys.exit(f"{prog}: crawl failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
         rss_kib, utime, stime = usage.read().split()[:3]
-    conn = sqlite3.connect(db)
-    conn.row_factory = sqlite3.Row
-    try:
-        run = dict(conn.execute("SELECT * FROM crawl_runs ORDER BY id DESC LIMIT 1").fetchone())
-    finally:
-        conn.close()
     return {
         "wall": wall,
         "cpu": float(utime) + float(stime),
         "rss_kib": int(rss_kib),
         "site_cpu": site_cpu,
-        "run": run,
-        "counters": json.loads(run.get("counters") or "{}"),
         "stderr": proc.stderr,
     }
+
+
+def run_plain(site_pid: int, workdir: Path, *args: str, prog: str = "bench") -> dict[str, Any]:
+    """Plain Scrapy (``bench/plain_spider.py``, see there) in ``workdir``, a folder with no
+    ``scrapy.cfg``: what :func:`measure_scrapy` measures, and ``counters`` (its stats)."""
+    stats = workdir / f"plain-stats-{time.monotonic_ns()}.json"
+    cmd = ["runspider", str(REPO / "bench" / "plain_spider.py"), "-a", f"stats_out={stats}"]
+    for arg in args:
+        cmd += ["-a", arg]
+    measured = measure_scrapy(cmd, workdir, site_pid, prog=prog)
+    measured["counters"] = json.loads(stats.read_text(encoding="utf-8"))
+    return measured
 
 
 def doc_parser(doc: str | None) -> argparse.ArgumentParser:
