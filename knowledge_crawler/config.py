@@ -64,6 +64,10 @@ class KcConfig:
     shingle_size: int = 3
     #: the longest passage (the unit of search) a page's content is split into, in words
     passage_words: int = 200
+    #: worker processes for the CPU-heavy work of pipeline stages 1-4 (extract, clean,
+    #: canonicalize, fingerprint), so that it runs beside the crawl's event loop; -1: one
+    #: fewer than the machine's CPUs (at least one); 0: none, the stages run in the crawl
+    stage_workers: int = -1
     #: fetch private, loopback and link-local addresses for every host, not only for the
     #: hosts a source names itself (F-SAFETY)
     allow_private_addresses: bool = False
@@ -127,6 +131,11 @@ class KcConfig:
             raise ConfigError("KC_RETRY_MAX_ATTEMPTS must be >= 1 and KC_RETRY_BASE_SECONDS > 0")
         if self.retry_max_seconds < self.retry_base_seconds:
             raise ConfigError("KC_RETRY_MAX_SECONDS must be >= KC_RETRY_BASE_SECONDS")
+        if self.stage_workers < -1:
+            raise ConfigError(
+                f"KC_STAGE_WORKERS must be -1 (one fewer than the CPUs), 0 or more, "
+                f"got {self.stage_workers}"
+            )
         for name in ("store_busy_timeout", "store_retry_seconds", "progress_seconds"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{setting_name(name)} must be >= 0, got {getattr(self, name)}")

@@ -57,6 +57,10 @@ class PageItem:
     #: JSON values by name, stored in ``page_meta.extra``
     extra: dict[str, Any] = field(default_factory=dict)
 
+    #: stages 1-4 worked out ahead in a worker process (``transform.stages.Prepared``);
+    #: each stage takes its result from it while its input is what the worker saw
+    prepared: Any = None
+
     # -- 0. archive -------------------------------------------------------------
     #: where the response is archived: WARC file (relative to the archive folder) and the
     #: byte offset of its record; None when it was not archived

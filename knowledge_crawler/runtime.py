@@ -36,6 +36,7 @@ from knowledge_crawler.sources import Source
 from knowledge_crawler.store import HEAD_COUNTERS, FetchFailure, KnownPage, Store, open_store
 from knowledge_crawler.sync.retry import AttemptState
 from knowledge_crawler.transform.minhash import MinHashParams
+from knowledge_crawler.transform.stages import StageRules
 
 __all__ = [
     "STORE_FAILED",
@@ -217,6 +218,7 @@ class Runtime:
         self._known_loaded: asyncio.Future[None] | None = None
         self._minhash = minhash_params_from(crawler.settings)
         self._params_by_threshold: dict[float, MinHashParams] = {}
+        self._rules: dict[str, StageRules] = {}
         try:
             check_signatures(self.store, self._minhash)
         except ConfigError:
@@ -273,6 +275,20 @@ class Runtime:
                 self._minhash, threshold=threshold
             )
         return params
+
+    def stage_rules(self, source_id: str) -> StageRules:
+        """What pipeline stages 1-4 need of a source (``transform.stages``)."""
+        rules = self._rules.get(source_id)
+        if rules is None:
+            source = self.source(source_id)
+            rules = self._rules[source_id] = StageRules(
+                boilerplate=source.boilerplate,
+                keep_params=source.keep_params,
+                tracking_params=source.tracking_params,
+                minhash=self.minhash_params(source.near_duplicate_threshold),
+                passage_words=self.config.passage_words,
+            )
+        return rules
 
     def store_failed(self, message: str) -> None:
         """Record that the database cannot be written: stats ``kc/store/failed``, ``/error``."""

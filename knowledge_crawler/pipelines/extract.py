@@ -22,7 +22,15 @@ from scrapy.exceptions import DropItem
 
 from knowledge_crawler.items import PageItem
 from knowledge_crawler.pipelines._base import KcPipeline
-from knowledge_crawler.transform.extract import Extraction, extract, extract_selected
+from knowledge_crawler.pipelines._pool import StagePool, WorkerCrashed, worker_count
+from knowledge_crawler.transform.stages import (
+    SELECTED,
+    SELECTOR_FAILED,
+    SELECTOR_MISSED,
+    Extracted,
+    PageInput,
+    extract_page,
+)
 
 __all__ = ["ExtractPipeline", "checked_extra"]
 
@@ -57,19 +65,61 @@ def checked_extra(value: Any) -> dict[str, Any]:
 
 
 class ExtractPipeline(KcPipeline):
+    """Stage 1, and the owner of the stage workers (``KC_STAGE_WORKERS``).
+
+    With workers, each HTML page goes to one of them, which works out stages 1-4
+    (:func:`~knowledge_crawler.transform.stages.prepare`); this stage applies its
+    own result and leaves the rest on the item (``PageItem.prepared``) for stages
+    2-4. Without, stage 1 runs here and each later stage computes its own.
+    """
+
     _selector_warned = False
     _extra_warned = False
+    pool: StagePool | None = None
 
-    def process_page(self, item: PageItem) -> PageItem:
+    def open_spider(self) -> None:
+        workers = worker_count(self.runtime.config.stage_workers)
+        if workers:
+            rules = {sid: self.runtime.stage_rules(sid) for sid in self.runtime.sources}
+            self.pool = StagePool(workers, rules)
+            self.stats.set_value("kc/stages/workers", workers)
+
+    def close_spider(self) -> None:
+        if self.pool is not None:
+            self.inc("stages/batches", self.pool.batches)
+            self.inc("stages/pages", self.pool.pages)
+            self.inc("stages/restarts", self.pool.restarts)
+            self.inc("stages/worker_cpu_ms", round(1000 * self.pool.worker_cpu))
+            self.pool.close()
+
+    def process_page(self, item: PageItem) -> Any:
         if item.html is None:
             self.inc("extract/non_html")
             raise DropItem(f"non-HTML response ({item.content_type})", log_level="DEBUG")
+        if self.pool is not None and item.source_id in self.pool.rules:
+            return self._in_worker(item, self.pool)  # a coroutine, awaited by Scrapy
+        return self._applied(item, extract_page(item.html, item.final_url, item.content_selector))
+
+    async def _in_worker(self, item: PageItem, pool: StagePool) -> PageItem:
+        assert item.html is not None
+        page = PageInput(item.source_id, item.final_url, item.html, item.content_selector)
         try:
-            result = self._extract(item)
-        except Exception as exc:  # a parse failure never replaces the prior good record
+            prepared = await pool.prepare(page)
+        except WorkerCrashed as exc:
+            self.inc("extract/worker_crashed")
+            logger.error("%s; the page is not stored", exc)
+            raise DropItem(str(exc)) from exc
+        item.prepared = prepared
+        return self._applied(item, prepared.extracted)
+
+    def _applied(self, item: PageItem, extracted: Extracted) -> PageItem:
+        """Stage 1's result on the item, counted; a failed extraction drops the page."""
+        self._count_selector(item, extracted)
+        result = extracted.extraction
+        if result is None:  # a parse failure never replaces the prior good record
             self.inc("extract/failed")
-            logger.warning("extraction failed for %s: %r", item.final_url, exc)
-            raise DropItem(f"extraction failed: {exc!r}") from exc
+            logger.warning("extraction failed for %s: %s", item.final_url, extracted.error)
+            raise DropItem(f"extraction failed: {extracted.error}")
         item.title = result.title
         item.content = result.markdown
         item.headings = list(result.headings)
@@ -80,36 +130,29 @@ class ExtractPipeline(KcPipeline):
         self.inc("extract/ok")
         return item
 
-    def _extract(self, item: PageItem) -> Extraction:
-        assert item.html is not None
-        if item.content_selector is None:
-            return extract(item.html, url=item.final_url)
-        try:
-            selected = extract_selected(item.html, item.content_selector)
-        except Exception as exc:  # a bad selector set on the item: the page is kept
+    def _count_selector(self, item: PageItem, extracted: Extracted) -> None:
+        if extracted.how == SELECTED:
+            self.inc("extract/selected")
+        elif extracted.how == SELECTOR_FAILED:  # a bad selector set on the item: kept
             self.inc("extract/selector_failed")
             logger.warning(
-                "content_selector %r failed on %s: %r; extracted automatically",
+                "content_selector %r failed on %s: %s; extracted automatically",
                 item.content_selector,
                 item.final_url,
-                exc,
+                extracted.error,
             )
-            return extract(item.html, url=item.final_url)
-        if selected is not None:
-            self.inc("extract/selected")
-            return selected
-        self.inc("extract/selector_missed")
-        if not self._selector_warned:
-            self._selector_warned = True
-            logger.warning(
-                "content_selector %r matched no text on %s: extracted automatically "
-                "(every such page is counted in kc/extract/selector_missed)",
-                item.content_selector,
-                item.final_url,
-            )
-        else:
-            logger.debug("content_selector matched no text on %s", item.final_url)
-        return extract(item.html, url=item.final_url)
+        elif extracted.how == SELECTOR_MISSED:
+            self.inc("extract/selector_missed")
+            if not self._selector_warned:
+                self._selector_warned = True
+                logger.warning(
+                    "content_selector %r matched no text on %s: extracted automatically "
+                    "(every such page is counted in kc/extract/selector_missed)",
+                    item.content_selector,
+                    item.final_url,
+                )
+            else:
+                logger.debug("content_selector matched no text on %s", item.final_url)
 
     def _checked_extra(self, item: PageItem) -> dict[str, Any]:
         try:

@@ -5,23 +5,34 @@ from __future__ import annotations
 
 from knowledge_crawler.items import PageItem
 from knowledge_crawler.pipelines._base import KcPipeline
-from knowledge_crawler.transform.fingerprint import content_hash
-from knowledge_crawler.transform.minhash import signature, to_bytes
-from knowledge_crawler.transform.passages import split_passages
+from knowledge_crawler.transform.stages import Fingerprint, fingerprint_page
 
 
 class FingerprintPipeline(KcPipeline):
     def process_page(self, item: PageItem) -> PageItem:
-        item.content_hash = content_hash(item.content)
-        if item.word_count:
-            source = self.runtime.source(item.source_id)
-            params = self.runtime.minhash_params(source.near_duplicate_threshold)
-            item.minhash = to_bytes(signature(item.content, params))
-            item.minhash_params = params.fingerprint()
-        item.passages = split_passages(
-            item.content,
-            source_id=item.source_id,
-            canonical_url=item.canonical_url,
-            max_words=self.runtime.config.passage_words,
-        )
+        found = _prepared(item)
+        if found is None:
+            rules = self.runtime.stage_rules(item.source_id)
+            found = fingerprint_page(
+                item.content, item.word_count, item.source_id, item.canonical_url, rules
+            )
+        item.prepared = None  # every stage has taken its part
+        item.content_hash = found.content_hash
+        item.minhash, item.minhash_params = found.minhash, found.minhash_params
+        item.passages = list(found.passages)
         return item
+
+
+def _prepared(item: PageItem) -> Fingerprint | None:
+    """The worker's stage 4, if it was taken of the item's own content and identity."""
+    prepared = item.prepared
+    if prepared is None or prepared.fingerprint is None or prepared.cleaned is None:
+        return None
+    if (
+        item.content is not prepared.cleaned.content
+        or item.word_count != prepared.cleaned.word_count
+        or item.canonical_url != prepared.canonical_url
+    ):
+        return None
+    found: Fingerprint = prepared.fingerprint
+    return found

@@ -1,0 +1,201 @@
+"""Worker processes for the CPU-heavy part of stages 1-4, fed in batches.
+
+The crawl's event loop (Scrapy's reactor) runs on one core; extraction, cleaning,
+hashing, MinHash and passages (``knowledge_crawler.transform.stages.prepare``)
+cost several times what fetching and parsing a page does. :class:`StagePool`
+sends them to ``KC_STAGE_WORKERS`` processes of a ``forkserver`` context (never
+a fork of the crawl, whose threads may hold locks): a page's decoded HTML goes
+in, its stage results come back, no response object is pickled. While a batch
+is in a worker, the pages that arrive wait and go together in the next one, so
+a busy crawl sends large batches and an idle one waits for none. Each worker
+gets the sources' rules once, when it starts.
+
+A worker that dies (killed, out of memory, a crash in a C library) breaks the
+pool: a new one is started and the pages of the broken batch are sent again,
+one at a time with nothing beside them, so that a page that kills a worker by itself is found: it fails with
+:class:`WorkerCrashed`, and the rest are done. Nothing of the crawl stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import multiprocessing
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+from knowledge_crawler.transform.stages import PageInput, Prepared, StageRules, prepare_batch
+
+__all__ = ["MAX_BATCH", "StagePool", "WorkerCrashed", "run_batch", "worker_count"]
+
+logger = logging.getLogger(__name__)
+
+#: the most pages sent to a worker in one call
+MAX_BATCH = 64
+
+#: the rules of the crawl's sources, in a worker process (set by its initializer)
+_RULES: dict[str, StageRules] = {}
+
+
+class WorkerCrashed(RuntimeError):
+    """A page whose stages killed the worker process that ran them, on its own."""
+
+
+def worker_count(setting: int) -> int:
+    """Worker processes for ``KC_STAGE_WORKERS``: -1 is one fewer than the CPUs, at least 1.
+
+    >>> worker_count(0), worker_count(3), worker_count(-1) >= 1
+    (0, 3, True)
+    """
+    if setting >= 0:
+        return setting
+    return max(1, (os.cpu_count() or 1) - 1)
+
+
+def _start_worker(rules: dict[str, StageRules]) -> None:
+    _RULES.clear()
+    _RULES.update(rules)
+
+
+def run_batch(pages: list[PageInput]) -> tuple[list[Prepared], float]:
+    """The pages' stages, and the CPU time they took in this worker (s)."""
+    started = time.process_time()
+    return prepare_batch(pages, _RULES), time.process_time() - started
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    context = multiprocessing.get_context("forkserver")
+    # The server imports the stages once; each worker is a fork of it, started in ms.
+    context.set_forkserver_preload(["knowledge_crawler.transform.stages"])
+    return context
+
+
+class StagePool:
+    """``workers`` processes running :func:`~knowledge_crawler.transform.stages.prepare`."""
+
+    def __init__(
+        self,
+        workers: int,
+        rules: dict[str, StageRules],
+        *,
+        work: Callable[[list[PageInput]], tuple[list[Prepared], float]] | None = None,
+    ) -> None:
+        """``work`` replaces what a worker does with a batch (tests; a module-level function)."""
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        self.workers = workers
+        self.rules = rules
+        self._work = work or run_batch
+        self._executor = self._start()
+        #: pages waiting for a worker: (page, future of its result, sent alone)
+        self._waiting: list[tuple[PageInput, asyncio.Future[Prepared], bool]] = []
+        #: calls a worker is running or has queued; one more than the workers keeps each busy
+        self._in_flight = 0
+        self._closed = False
+        #: counters for the crawl's stats: calls, pages, restarts, the workers' CPU time (s)
+        self.batches = 0
+        self.pages = 0
+        self.restarts = 0
+        self.worker_cpu = 0.0
+
+    def _start(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(
+            max_workers=self.workers,
+            mp_context=_context(),
+            initializer=_start_worker,
+            initargs=(self.rules,),
+        )
+
+    async def prepare(self, page: PageInput) -> Prepared:
+        """Stages 1-4 of ``page`` in a worker; :class:`WorkerCrashed` if it kills one alone."""
+        if self._closed:
+            raise RuntimeError("the stage pool is closed")
+        future: asyncio.Future[Prepared] = asyncio.get_running_loop().create_future()
+        self._waiting.append((page, future, False))
+        self._send()
+        return await future
+
+    def _send(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._waiting and self._in_flight <= self.workers:
+            if self._waiting[0][2]:
+                # After a crash, the pages it took are tried one at a time, nothing else
+                # beside them: a breakage then names its page.
+                if self._in_flight:
+                    return
+                batch = self._waiting[:1]
+            else:
+                n = 0
+                while n < min(MAX_BATCH, len(self._waiting)) and not self._waiting[n][2]:
+                    n += 1
+                batch = self._waiting[:n]
+            del self._waiting[: len(batch)]
+            self._in_flight += 1
+            alone = batch[0][2]
+            self.batches += 1
+            executor = self._executor
+            try:
+                call: Future[tuple[list[Prepared], float]] = executor.submit(
+                    self._work, [p for p, _, _ in batch]
+                )
+            except BrokenProcessPool as exc:  # broken before the call was taken
+                call = Future()
+                call.set_exception(exc)
+            asyncio.wrap_future(call, loop=loop).add_done_callback(
+                functools.partial(self._done, batch=batch, executor=executor)
+            )
+            if alone:
+                return
+
+    def _done(
+        self,
+        done: asyncio.Future[tuple[list[Prepared], float]],
+        batch: list[tuple[PageInput, asyncio.Future[Prepared], bool]],
+        executor: ProcessPoolExecutor,
+    ) -> None:
+        self._in_flight -= 1
+        error = done.exception() if not done.cancelled() else RuntimeError("cancelled")
+        if error is None:
+            results, cpu = done.result()
+            self.pages += len(results)
+            self.worker_cpu += cpu
+            for (_, future, _), result in zip(batch, results, strict=True):
+                if not future.done():
+                    future.set_result(result)
+        elif isinstance(error, BrokenProcessPool) and not self._closed:
+            if executor is self._executor:  # the first failed call of this breakage
+                self._restart()
+            if len(batch) == 1 and batch[0][2]:
+                page, future, _ = batch[0]
+                if not future.done():
+                    future.set_exception(
+                        WorkerCrashed(f"a worker process died on {page.final_url}")
+                    )
+            else:  # each page again, on its own, ahead of the pages still waiting
+                self._waiting[:0] = [(p, f, True) for p, f, _ in batch if not f.done()]
+        else:
+            for _, future, _ in batch:
+                if not future.done():
+                    future.set_exception(error)
+        if not self._closed:
+            self._send()
+
+    def _restart(self) -> None:
+        """A worker died: a new pool (the old one's calls all fail)."""
+        self.restarts += 1
+        logger.warning("a stage worker process died; starting a new pool")
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._executor = self._start()
+
+    def close(self) -> None:
+        """Stop the workers (after the calls in flight); pages still waiting fail."""
+        self._closed = True
+        for _, future, _ in self._waiting:
+            if not future.done():
+                future.set_exception(RuntimeError("the stage pool was closed"))
+        self._waiting.clear()
+        self._executor.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,92 @@
+"""The stage workers: real processes doing what ``prepare`` does here, batched, and a crash
+losing no page."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+import pytest
+
+from knowledge_crawler.pipelines._pool import StagePool, WorkerCrashed, run_batch, worker_count
+from knowledge_crawler.transform.stages import PageInput, Prepared, StageRules, prepare
+from tests.helpers import coroutine_test
+
+RULES = {"s": StageRules(boilerplate=())}
+
+
+def page(n: int, marker: str = "") -> PageInput:
+    html = (
+        f"<html><head><title>Page {n}</title></head><body><nav>Home About</nav><main>"
+        f"<h1>Page {n}</h1><h2>Setup {n}</h2><p>Install the tool number {n} {marker} with care "
+        "and read the whole manual before the first run of it.</p>"
+        "<pre><code>def main():\n    return 1\n</code></pre>"
+        f"<ul><li>first {n}<ul><li>nested</li></ul></li><li>second</li></ul>"
+        "<p>" + " ".join(f"word{n}x{i}" for i in range(80)) + "</p></main></body></html>"
+    )
+    return PageInput("s", f"https://example.com/p/{n}", html)
+
+
+def deadly(pages: list[PageInput]) -> tuple[list[Prepared], float]:
+    """A batch with the marked page kills its worker (a crash in a C library, say)."""
+    if any("KILLME" in p.html for p in pages):
+        os._exit(3)
+    return run_batch(pages)
+
+
+def test_worker_count_setting() -> None:
+    assert worker_count(0) == 0 and worker_count(2) == 2
+    assert worker_count(-1) == max(1, (os.cpu_count() or 1) - 1)
+
+
+@coroutine_test
+async def test_workers_give_what_prepare_gives_here_in_few_batches() -> None:
+    pool = StagePool(1, RULES)
+    try:
+        pages = [page(n) for n in range(120)]
+        got = await asyncio.gather(*(pool.prepare(p) for p in pages))
+    finally:
+        pool.close()
+    assert got == [prepare(p, RULES["s"]) for p in pages]
+    assert got[0].fingerprint is not None and "    return 1" in got[0].cleaned.content
+    assert pool.pages == 120 and pool.batches <= 10  # pages waiting go together
+    assert pool.worker_cpu > 0
+
+
+@coroutine_test
+async def test_a_killed_worker_is_replaced_and_every_page_is_done() -> None:
+    pool = StagePool(1, RULES)
+    try:
+        pages = [page(n) for n in range(200)]
+        tasks = [asyncio.ensure_future(pool.prepare(p)) for p in pages]
+        await tasks[0]
+        for pid in list(pool._executor._processes):  # type: ignore[attr-defined]
+            os.kill(pid, signal.SIGKILL)
+        got = await asyncio.gather(*tasks)
+    finally:
+        pool.close()
+    assert got == [prepare(p, RULES["s"]) for p in pages]
+    assert pool.restarts >= 1
+
+
+@coroutine_test
+async def test_a_page_that_kills_its_worker_fails_alone() -> None:
+    pool = StagePool(1, RULES, work=deadly)
+    try:
+        pages = [page(n, "KILLME" if n == 7 else "") for n in range(30)]
+        got = await asyncio.gather(*(pool.prepare(p) for p in pages), return_exceptions=True)
+    finally:
+        pool.close()
+    assert isinstance(got[7], WorkerCrashed) and "https://example.com/p/7" in str(got[7])
+    assert [g for i, g in enumerate(got) if i != 7] == [
+        prepare(p, RULES["s"]) for i, p in enumerate(pages) if i != 7
+    ]
+
+
+@coroutine_test
+async def test_a_closed_pool_takes_no_more_pages() -> None:
+    pool = StagePool(1, RULES)
+    pool.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        await pool.prepare(page(1))
