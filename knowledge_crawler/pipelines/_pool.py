@@ -12,8 +12,9 @@ gets the sources' rules once, when it starts.
 
 A worker that dies (killed, out of memory, a crash in a C library) breaks the
 pool: a new one is started and the pages of the broken batch are sent again,
-one at a time with nothing beside them, so that a page that kills a worker by itself is found: it fails with
-:class:`WorkerCrashed`, and the rest are done. Nothing of the crawl stops.
+one at a time with nothing beside them, so that a page that kills a worker by
+itself is found: it fails with :class:`WorkerCrashed`, and the rest are done.
+Nothing of the crawl stops.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from typing import Protocol
 from knowledge_crawler.transform.minhash import (
     MemoryNearDuplicateIndex,
     MinHashParams,
-    from_bytes,
+    decode,
     to_bytes,
 )
 
@@ -290,7 +290,7 @@ class DedupePolicy:
         holder = self._by_hash.get(digest)
         if holder is not None and self._rank[holder] < rank:
             return self._link(key, Decision(holder, EXACT, 1.0), digest, minhash, words)
-        sig = from_bytes(minhash) if minhash is not None else None
+        sig = decode(minhash) if minhash is not None else None
         if sig is not None:
             hits = [
                 (other, j)
@@ -366,7 +366,7 @@ class DedupePolicy:
             holder, _older = self._displaced.pop()
             if holder in self._duplicates:
                 continue  # no longer a representative: already decided again
-            sig = self._indexes[self.params.threshold].get(_index_key(holder))
+            sig = self._indexes[self.params.threshold].values(_index_key(holder))
             minhash = to_bytes(sig) if sig is not None else None
             # it held a content hash, so it has words
             decision = self._judge(holder, self._hash_of[holder], minhash, 1)

@@ -40,6 +40,7 @@ idempotent: ``clean_text(clean_text(x)) == clean_text(x)`` for the default rules
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -100,6 +101,12 @@ DEFAULT_BOILERPLATE: tuple[re.Pattern[str], ...] = tuple(
         # render-time footers: "Page generated at 14:32:07"
         r"page (?:was )?generated (?:at|in|on)\b.*",
     )
+)
+
+#: the rules above as one pattern: one ``fullmatch`` tries them all (an alternation
+#: full-matches exactly when one of its alternatives does)
+_ANY_BANNER = re.compile(
+    "|".join(f"(?:{rule.pattern})" for rule in DEFAULT_BOILERPLATE), re.IGNORECASE
 )
 
 _SCRIPT_STYLE = re.compile(r"<(script|style|noscript)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
@@ -244,9 +251,14 @@ def _banner(lines: list[str]) -> bool:
         return False
     view = _WS.sub(" ", " ".join(_LIST_MARKER.sub("", line, count=1) for line in lines))
     view = view.strip()
-    if not view or len(_WORD.findall(view)) > BANNER_MAX_WORDS:
+    if not view or _more_words_than(view, BANNER_MAX_WORDS):
         return False
-    return any(rule.fullmatch(view) for rule in DEFAULT_BOILERPLATE)
+    return _ANY_BANNER.fullmatch(view) is not None
+
+
+def _more_words_than(text: str, limit: int) -> bool:
+    """Whether ``text`` has more than ``limit`` words (it stops counting there)."""
+    return next(itertools.islice(_WORD.finditer(text), limit, None), None) is not None
 
 
 def _drop_banners(block: list[str], removed: list[str]) -> list[str]:
@@ -255,6 +267,8 @@ def _drop_banners(block: list[str], removed: list[str]) -> list[str]:
         if _banner(block):
             removed.append("\n".join(block))
             return []
+        if len(block) == 1:  # its one line is the block: not a banner either
+            break
         kept: list[str] = []
         for line in block:
             if _banner([line]):

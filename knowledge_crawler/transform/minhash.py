@@ -38,11 +38,13 @@ import sys
 import zlib
 from collections.abc import Iterable, Iterator, Sequence, Sized
 from dataclasses import dataclass
-from typing import Final, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Final, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
-from datasketch import LeanMinHash, MinHash
+
+if TYPE_CHECKING:  # datasketch (and the SciPy it imports) loads only where signatures are made
+    from datasketch import LeanMinHash
 
 __all__ = [
     "DEFAULT",
@@ -51,6 +53,9 @@ __all__ = [
     "MinHashParams",
     "NearDuplicateIndex",
     "ParamsMismatchError",
+    "Signature",
+    "SignatureLike",
+    "decode",
     "from_bytes",
     "is_empty",
     "jaccard",
@@ -84,6 +89,26 @@ _RESTORE_CHUNK: Final = 16384
 
 U32Array = npt.NDArray[np.uint32]
 U64Array = npt.NDArray[np.uint64]
+
+
+class SignatureLike(Protocol):
+    """What the index and the byte form read of a signature: a ``LeanMinHash`` is one."""
+
+    @property
+    def seed(self) -> int: ...
+    @property
+    def hashvalues(self) -> npt.NDArray[np.uint32] | npt.NDArray[np.uint64]: ...
+    @property
+    def scheme(self) -> str: ...
+
+
+class Signature(NamedTuple):
+    """A stored signature's values without datasketch (:func:`decode`): what the dedupe
+    decisions of a crawl need, so the crawl process never imports datasketch and SciPy."""
+
+    seed: int
+    hashvalues: npt.NDArray[np.uint32]
+    scheme: str = "affine32"
 
 
 class ParamsMismatchError(ValueError):
@@ -275,6 +300,8 @@ def _fmix32(h: U32Array) -> U32Array:
 
 @functools.lru_cache(maxsize=16)
 def _permutations(num_perm: int, seed: int) -> tuple[U32Array, U32Array]:
+    from datasketch import MinHash
+
     perm = MinHash(num_perm=num_perm, seed=seed, scheme=_SCHEME).permutations
     a = np.ascontiguousarray(perm[0], dtype=np.uint32)
     b = np.ascontiguousarray(perm[1], dtype=np.uint32)
@@ -286,6 +313,8 @@ def _permutations(num_perm: int, seed: int) -> tuple[U32Array, U32Array]:
 def _lean(seed: int, hashvalues: U32Array) -> LeanMinHash:
     # Equivalent to LeanMinHash(seed=..., hashvalues=..., scheme="affine32") minus its
     # per-call validation (~9 us), which matters when restoring 100k signatures.
+    from datasketch import LeanMinHash
+
     lean = object.__new__(LeanMinHash)
     lean.seed = seed
     lean.scheme = _SCHEME
@@ -348,12 +377,12 @@ def _chunk_signatures(chunk: list[U32Array], a: U32Array, b: U32Array) -> list[U
     return list(result)
 
 
-def is_empty(sig: LeanMinHash) -> bool:
+def is_empty(sig: SignatureLike) -> bool:
     """True for the signature of a text without words (all values at the maximum)."""
     return bool(np.all(sig.hashvalues == _U32_MAX))
 
 
-def jaccard(a: LeanMinHash, b: LeanMinHash) -> float:
+def jaccard(a: SignatureLike, b: SignatureLike) -> float:
     """Estimated Jaccard similarity (fraction of equal hash values)."""
     if len(a.hashvalues) != len(b.hashvalues) or a.seed != b.seed:
         raise ValueError("cannot compare signatures with different num_perm or seed")
@@ -363,7 +392,7 @@ def jaccard(a: LeanMinHash, b: LeanMinHash) -> float:
 # --------------------------------------------------------------------------- bytes
 
 
-def to_bytes(sig: LeanMinHash) -> bytes:
+def to_bytes(sig: SignatureLike) -> bytes:
     """Compact little-endian bytes (datasketch LeanMinHash format, 13 + 4 * num_perm)."""
     if getattr(sig, "scheme", None) != _SCHEME:
         raise ValueError(f"only {_SCHEME} signatures are supported, got {sig.scheme!r}")
@@ -373,6 +402,12 @@ def to_bytes(sig: LeanMinHash) -> bytes:
 
 def from_bytes(data: bytes) -> LeanMinHash:
     """Inverse of ``to_bytes``; raises ``ValueError`` on a malformed buffer."""
+    sig = decode(data)
+    return _lean(sig.seed, sig.hashvalues)
+
+
+def decode(data: bytes) -> Signature:
+    """:func:`from_bytes` as a :class:`Signature`, without datasketch; ``ValueError`` likewise."""
     if len(data) < _HEADER.size:
         raise ValueError(f"signature too short: {len(data)} bytes")
     seed, neg_count, code = _HEADER.unpack_from(data)
@@ -385,7 +420,7 @@ def from_bytes(data: bytes) -> LeanMinHash:
             f"({_HEADER.size + 4 * num_perm} bytes expected)"
         )
     hv = np.frombuffer(data, dtype="<u4", offset=_HEADER.size).astype(np.uint32)
-    return _lean(int(seed), hv)
+    return Signature(int(seed), hv)
 
 
 # --------------------------------------------------------------------------- index
@@ -397,7 +432,7 @@ class NearDuplicateIndex(Protocol):
 
     params: MinHashParams
 
-    def add(self, key: str, sig: LeanMinHash) -> None:
+    def add(self, key: str, sig: SignatureLike) -> None:
         """Index ``sig`` under ``key``, replacing any signature already stored for it."""
         ...
 
@@ -405,7 +440,7 @@ class NearDuplicateIndex(Protocol):
         """Forget ``key``; a no-op if it is unknown."""
         ...
 
-    def query(self, sig: LeanMinHash) -> list[tuple[str, float]]:
+    def query(self, sig: SignatureLike) -> list[tuple[str, float]]:
         """Keys whose estimated Jaccard with ``sig`` is >= threshold, best first.
 
         Does not exclude anything: a key indexed with ``sig`` itself is returned.
@@ -522,7 +557,7 @@ class MemoryNearDuplicateIndex:
             grown[: self._used] = self._matrix[: self._used]
             self._matrix = grown
 
-    def _check(self, sig: LeanMinHash) -> None:
+    def _check(self, sig: SignatureLike) -> None:
         if len(sig.hashvalues) != self.params.num_perm or sig.seed != self.params.seed:
             raise ParamsMismatchError(
                 f"signature (num_perm={len(sig.hashvalues)}, seed={sig.seed}) does not match "
@@ -549,7 +584,7 @@ class MemoryNearDuplicateIndex:
 
     # -- NearDuplicateIndex
 
-    def add(self, key: str, sig: LeanMinHash) -> None:
+    def add(self, key: str, sig: SignatureLike) -> None:
         self._check(sig)
         self.remove(key)
         if self._free:
@@ -585,7 +620,7 @@ class MemoryNearDuplicateIndex:
         self._key_of[row] = None
         self._free.append(row)
 
-    def query(self, sig: LeanMinHash) -> list[tuple[str, float]]:
+    def query(self, sig: SignatureLike) -> list[tuple[str, float]]:
         self._check(sig)
         hv = np.asarray(sig.hashvalues, dtype=np.uint32)
         if bool(np.all(hv == _U32_MAX)):
@@ -607,8 +642,13 @@ class MemoryNearDuplicateIndex:
 
     def get(self, key: str) -> LeanMinHash | None:
         """A copy of the signature stored for ``key``."""
+        found = self.values(key)
+        return None if found is None else _lean(found.seed, found.hashvalues)
+
+    def values(self, key: str) -> Signature | None:
+        """:meth:`get` as a :class:`Signature` (no datasketch)."""
         row = self._row_of.get(key)
-        return None if row is None else _lean(self.params.seed, self._matrix[row].copy())
+        return None if row is None else Signature(self.params.seed, self._matrix[row].copy())
 
     def keys(self) -> list[str]:
         return list(self._row_of)
