@@ -10,9 +10,11 @@ body and headers from the item so they leave memory early.
 Writing runs on one thread of its own (a single-worker executor), never on the
 reactor thread: records are appended in the order items arrive, and each item
 waits (``await``) for its own record, so a location is only ever handed on for a
-record that is written and flushed. A record that cannot be written (disk full, a
-folder that cannot be created) is counted (``kc/archive/failed``) and logged; the
-page goes on without a location, and the next record starts a new file.
+record that is written and flushed. Items that arrive while the thread writes go
+to it together, as the next batch: one hand-over a batch, not one a page. A
+record that cannot be written (disk full, a folder that cannot be created) is
+counted (``kc/archive/failed``) and logged; the page goes on without a location,
+and the next record starts a new file.
 
 Settings: ``KC_ARCHIVE_ENABLED``, ``KC_ARCHIVE_DIR``, ``KC_ARCHIVE_MAX_BYTES``.
 Stats: ``kc/archive/records``, ``kc/archive/bytes`` (compressed), ``kc/archive/files``,
@@ -42,6 +44,9 @@ logger = logging.getLogger(__name__)
 
 #: at most one "cannot archive" ERROR line per this many seconds
 _WARN_EVERY = 10.0
+
+#: what the writer thread needs of one record: the item, its headers and body, the run tag
+_Record = tuple[PageItem, list[tuple[str, str]], bytes, str]
 
 
 def check_archive(settings: Any) -> None:
@@ -73,6 +78,9 @@ class ArchivePipeline(KcPipeline):
         self._writer: WarcWriter | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._warned = 0.0
+        #: records waiting for the writer thread: their arguments and the future of each
+        self._queued: list[tuple[_Record, asyncio.Future[ArchiveLocation]]] = []
+        self._writing = False
 
     async def process_item(self, item: Any) -> Any:
         if not isinstance(item, PageItem):
@@ -83,9 +91,12 @@ class ArchivePipeline(KcPipeline):
             return item
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kc-archive")
-        write = functools.partial(self._write, item, headers, body, self._tag())
+        future: asyncio.Future[ArchiveLocation] = asyncio.get_running_loop().create_future()
+        self._queued.append(((item, headers, body, self._tag()), future))
+        if not self._writing:
+            self._hand_over()
         try:
-            where = await asyncio.get_running_loop().run_in_executor(self._executor, write)
+            where = await future
         except Exception as exc:
             self.inc("archive/failed")
             if time.monotonic() - self._warned >= _WARN_EVERY:
@@ -101,6 +112,44 @@ class ArchivePipeline(KcPipeline):
         self.inc("archive/records")
         self.inc("archive/bytes", where.length)
         return item
+
+    def _hand_over(self) -> None:
+        """The records queued, to the writer thread as one batch."""
+        assert self._executor is not None
+        batch, self._queued = self._queued, []
+        self._writing = True
+        done = asyncio.wrap_future(self._executor.submit(self._write_batch, [r for r, _ in batch]))
+        done.add_done_callback(functools.partial(self._written, [f for _, f in batch]))
+
+    def _write_batch(self, records: list[_Record]) -> list[ArchiveLocation | Exception]:
+        """On the writer thread: each record in order; a record's failure is its own."""
+        out: list[ArchiveLocation | Exception] = []
+        for record in records:
+            try:
+                out.append(self._write(*record))
+            except Exception as exc:
+                out.append(exc)
+        return out
+
+    def _written(
+        self,
+        futures: list[asyncio.Future[ArchiveLocation]],
+        done: asyncio.Future[list[ArchiveLocation | Exception]],
+    ) -> None:
+        self._writing = False
+        error = done.exception() if not done.cancelled() else RuntimeError("cancelled")
+        results: list[ArchiveLocation | BaseException] = (
+            list(done.result()) if error is None else [error] * len(futures)
+        )
+        for future, result in zip(futures, results, strict=True):
+            if future.done():
+                continue
+            if isinstance(result, BaseException):
+                future.set_exception(result)
+            else:
+                future.set_result(result)
+        if self._queued:
+            self._hand_over()
 
     def _tag(self) -> str:
         """What the writer's file names carry: this crawl's run id, else the pid."""

@@ -74,7 +74,7 @@ def split_passages(
     passages: list[Passage] = []
     seen: dict[tuple[tuple[str, ...], str], int] = {}
     for path, blocks in _sections(content):
-        for text in _pack(blocks, max_words):
+        for text, words in _pack(blocks, max_words):
             repeat = seen.get((path, text), 0)
             seen[(path, text)] = repeat + 1
             passages.append(
@@ -83,7 +83,7 @@ def split_passages(
                     len(passages),
                     path,
                     text,
-                    _words(text),
+                    words,
                 )
             )
     return passages
@@ -139,23 +139,30 @@ def _sections(content: str) -> Iterator[tuple[tuple[str, ...], list[str]]]:
         yield tuple(text for _, text in stack), blocks
 
 
-def _pack(blocks: list[str], max_words: int) -> Iterator[str]:
-    """Blocks joined into passages of at most ``max_words`` words where a cut is possible."""
-    pieces: list[tuple[str, str]] = []  # (text, separator before it)
+def _pack(blocks: list[str], max_words: int) -> Iterator[tuple[str, int]]:
+    """Blocks joined into passages of at most ``max_words`` words where a cut is possible,
+    each with its word count (words never span the whitespace that joins pieces, so a
+    passage's count is the sum of its pieces')."""
+    pieces: list[tuple[str, str, int]] = []  # (text, separator before it, its words)
     for block in blocks:
-        parts = _cut(block, max_words) if _words(block) > max_words else [block]
-        pieces.extend((part, "\n\n" if i == 0 else "\n") for i, part in enumerate(parts))
+        words = _words(block)
+        if words > max_words:
+            parts = _cut(block, max_words)
+            pieces.extend(
+                (part, "\n\n" if i == 0 else "\n", _words(part)) for i, part in enumerate(parts)
+            )
+        else:
+            pieces.append((block, "\n\n", words))
     current = ""
     count = 0
-    for text, separator in pieces:
-        words = _words(text)
+    for text, separator, words in pieces:
         if current and count + words > max_words:
-            yield current
+            yield current, count
             current, count = "", 0
         current = f"{current}{separator}{text}" if current else text
         count += words
     if current:
-        yield current
+        yield current, count
 
 
 def _cut(block: str, max_words: int) -> list[str]:

@@ -114,3 +114,33 @@ async def test_the_archive_rotates_into_files_of_bounded_size(
     assert all(f.name.startswith("kc-") and f"-run{run_id}-" in f.name for f in files)
     stored = pages_by_url(db_url)
     assert {p["archive_file"] for p in stored.values()} == {f.name for f in files}
+
+
+@coroutine_test
+async def test_a_record_that_cannot_be_written_leaves_its_page_stored_without_one(
+    site: TestSite, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from knowledge_crawler.archive import WarcWriter
+
+    real = WarcWriter.write_response
+    calls = {"n": 0, "failed": set()}
+
+    def every_fifth_fails(self: WarcWriter, url: str, *args: object, **kwargs: object) -> object:
+        calls["n"] += 1
+        if calls["n"] % 5 == 0:  # the disk filled up for a moment
+            calls["failed"].add(url)
+            raise OSError(28, "No space left on device")
+        return real(self, url, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(WarcWriter, "write_response", every_fifth_fails)
+    crawler = await run_crawl(db_url, seeds=site.url)
+    stored = pages_by_url(db_url)
+    failed = {u for u, p in stored.items() if p["archive_file"] is None}
+    assert len(stored) > 40 and failed  # every page stored, archived or not
+    assert {stored[u]["final_url"] for u in failed} <= calls["failed"]
+    assert crawler.stats.get_value("kc/archive/failed") == len(calls["failed"])
+    with ArchiveReader(tmp_path / "archive") as reader:
+        for page in stored.values():
+            if page["archive_file"] is not None:
+                response = reader.read(page["archive_file"], page["archive_offset"])
+                assert response.url == page["final_url"]

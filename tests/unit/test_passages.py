@@ -141,5 +141,6 @@ def test_any_content_splits_into_bounded_passages_that_keep_its_words(
     fences = sum(p.text.count("```") for p in passages) - content.count("```")
     assert len(kept) + len(WORD.findall(headings)) >= len(WORD.findall(content)) - fences
     for p in passages:
+        assert p.word_count == len(WORD.findall(p.text))  # the passage's own words
         single = len(p.text.split()) == 1
         assert p.word_count <= max_words + 2 or single  # + a piece's re-added fence words
