@@ -29,6 +29,7 @@ from typing import Any, Self
 from urllib.parse import urljoin, urlsplit
 
 import scrapy
+from lxml import etree
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Request, Response, TextResponse
@@ -57,6 +58,8 @@ logger = logging.getLogger(__name__)
 MODES = ("crawl", "refresh")
 
 _HTML_TYPES = (b"text/html", b"application/xhtml+xml")
+#: every link target of a page, as plain strings
+_HREFS = etree.XPath("//a/@href | //area/@href", smart_strings=False)
 #: links to these file types are not worth a request (images, media, archives, office files)
 _SKIPPED_EXTENSIONS = frozenset(f".{ext}" for ext in IGNORED_EXTENSIONS)
 
@@ -73,7 +76,9 @@ def page_links(response: TextResponse, region: str | None = None) -> list[str]:
     base = get_base_url(response)
     found: dict[str, None] = {}
     if region is None:
-        hrefs = response.xpath("//a/@href | //area/@href").getall()
+        # the page's own parse (response.selector, shared with the spider), queried in lxml
+        # without a Selector object per link
+        hrefs: list[str] = _HREFS(response.selector.root)  # type: ignore[assignment]
     else:
         hrefs = [
             href

@@ -14,7 +14,7 @@ values, off the crawl's event loop.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from knowledge_crawler.transform.canonical import DEFAULT_TRACKING_PARAMS, canonical_url
 from knowledge_crawler.transform.extract import Extraction, extract, extract_selected, stored_form
@@ -161,12 +161,21 @@ def fingerprint_page(
 
 
 def prepare(page: PageInput, rules: StageRules) -> Prepared:
-    """Stages 1-4 of ``page`` in order, as far as each one's input allows."""
+    """Stages 1-4 of ``page`` in order, as far as each one's input allows.
+
+    What no later stage reads is left out, so that less crosses between processes:
+    the extraction's plain-text form (``Extraction.text`` is ``""``), and the cleaned
+    content is the extracted markdown itself (the same object) when cleaning left it
+    as it was.
+    """
     extracted = extract_page(page.html, page.final_url, page.content_selector)
     if extracted.extraction is None:
         return Prepared(page.final_url, extracted)
-    e = extracted.extraction
+    e = replace(extracted.extraction, text="")
+    extracted = replace(extracted, extraction=e)
     cleaned = clean_page(e.markdown, e.headings, rules.boilerplate)
+    if cleaned.content == e.markdown:
+        cleaned = replace(cleaned, content=e.markdown)
     try:
         key = canonical_page(page.final_url, rules)
     except ValueError as exc:
