@@ -145,6 +145,19 @@ def _strip_www(host: str) -> str:
     return host[4:] if host.startswith("www.") and host.count(".") >= 2 else host
 
 
+#: Scrapy extensions, and what turns each on
+_SWITCHED_EXTENSIONS = (
+    ("scrapy.extensions.remote_control.RemoteControl", "REMOTE_CONTROL_ENABLED"),
+    ("scrapy.extensions.telnet.TelnetConsole", "TELNETCONSOLE_ENABLED"),
+    ("scrapy.extensions.memdebug.MemoryDebugger", "MEMDEBUG_ENABLED"),
+    ("scrapy.extensions.feedexport.FeedExporter", "FEEDS"),
+)
+
+
+def _enabled(settings: BaseSettings, name: str) -> bool:
+    return bool(settings.getdict(name)) if name == "FEEDS" else settings.getbool(name)
+
+
 @functools.lru_cache(maxsize=65_536)
 def _link_key(url: str, keep_params: frozenset[str], tracking_params: frozenset[str]) -> str | None:
     """Canonical URL of a discovered link, memoised: navigation links repeat on every page."""
@@ -239,6 +252,14 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
                 user_agent(settings.get("KC_CONTACT")),
                 priority=settings.getpriority("KC_CONTACT") or "project",
             )
+        # Scrapy's own extensions that are turned off are still imported to find that
+        # out; the remote-control server alone pulls in aiohttp (about 0.5 s at start).
+        off = [path for path, flag in _SWITCHED_EXTENSIONS if not _enabled(settings, flag)]
+        if off:
+            extensions = settings.getdict("EXTENSIONS")
+            for path in off:
+                extensions.setdefault(path, None)
+            settings.set("EXTENSIONS", extensions, priority=settings.getpriority("EXTENSIONS") or 0)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
