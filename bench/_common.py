@@ -176,3 +176,58 @@ def doc_parser(doc: str | None) -> argparse.ArgumentParser:
         epilog="\n\n".join(paragraphs[2:]),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+
+
+def process_tree(root: int) -> list[int]:
+    """``root`` and every process below it (from /proc)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found = [root]
+    for pid in found:
+        found.extend(child for child, parent in parents.items() if parent == pid)
+    return found
+
+
+def pss_kib(pid: int) -> int:
+    """Proportional set size of ``pid`` (KiB; 0 when it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def stored_pages(db: Path) -> int:
+    """Rows of ``pages`` in the SQLite database ``db`` now (0 while it is not there)."""
+    if not db.exists():
+        return 0
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.2)
+        try:
+            return int(conn.execute("SELECT COUNT(*) FROM pages").fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return 0
+
+
+def slope_per_100(points: list[tuple[int, int]]) -> float:
+    """Least-squares slope of memory (KiB) against pages, in MiB per 100 pages."""
+    if len(points) < 3:
+        return 0.0
+    n = len(points)
+    mx = sum(p for p, _ in points) / n
+    my = sum(m for _, m in points) / n
+    sxx = sum((p - mx) ** 2 for p, _ in points)
+    if sxx == 0:
+        return 0.0
+    sxy = sum((p - mx) * (m - my) for p, m in points)
+    return sxy / sxx * 100 / 1024

@@ -41,7 +41,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from _common import doc_parser, scrapy_exe  # noqa: E402
+from _common import (  # noqa: E402
+    doc_parser,
+    process_tree,
+    pss_kib,
+    scrapy_exe,
+    slope_per_100,
+    stored_pages,
+)
 
 SETTINGS = {
     "LOG_LEVEL": "WARNING",
@@ -68,45 +75,6 @@ def seeds_file(path: Path, site_url: str, pages: int, render: str) -> Path:
     return path
 
 
-def _tree(root: int) -> list[int]:
-    """``root`` and every process below it."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    found = [root]
-    for pid in found:
-        found.extend(child for child, parent in parents.items() if parent == pid)
-    return found
-
-
-def _pss_kib(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return 0
-
-
-def _stored(db: Path) -> int:
-    if not db.exists():
-        return 0
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.2)
-        try:
-            return int(conn.execute("SELECT COUNT(*) FROM pages").fetchone()[0])
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return 0
-
-
 def crawl(seeds: Path, db: Path) -> dict[str, Any]:
     """One crawl, with memory samples ``(pages stored, crawler PSS, total PSS)``."""
     argv = [str(scrapy_exe()), "crawl", "knowledge", "-a", f"seeds={seeds}"]
@@ -119,10 +87,10 @@ def crawl(seeds: Path, db: Path) -> dict[str, Any]:
         argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
     while proc.poll() is None:
-        pids = _tree(proc.pid)
-        own = _pss_kib(proc.pid)
-        total = own + sum(_pss_kib(pid) for pid in pids[1:])
-        samples.append((_stored(db), own, total))
+        pids = process_tree(proc.pid)
+        own = pss_kib(proc.pid)
+        total = own + sum(pss_kib(pid) for pid in pids[1:])
+        samples.append((stored_pages(db), own, total))
         time.sleep(0.5)
     wall = time.perf_counter() - t0
     stderr = proc.stderr.read() if proc.stderr else ""
@@ -148,20 +116,6 @@ def crawl(seeds: Path, db: Path) -> dict[str, Any]:
         "not_modified": counters[2],
         "errors": sum("ERROR" in line for line in stderr.splitlines()),
     }
-
-
-def slope_per_100(points: list[tuple[int, int]]) -> float:
-    """Least-squares slope of memory (KiB) against pages, in MiB per 100 pages."""
-    if len(points) < 3:
-        return 0.0
-    n = len(points)
-    mx = sum(p for p, _ in points) / n
-    my = sum(m for _, m in points) / n
-    sxx = sum((p - mx) ** 2 for p, _ in points)
-    if sxx == 0:
-        return 0.0
-    sxy = sum((p - mx) * (m - my) for p, m in points)
-    return sxy / sxx * 100 / 1024
 
 
 def main() -> int:

@@ -1,0 +1,139 @@
+"""Benchmark: the memory of a long crawl, and whether it keeps growing.
+
+    .venv/bin/python bench/bench_memory.py [--quick] [--pages N]
+
+Starts the loopback test site (``TestSite(pages=N, warm=True)``, default N=50000, ``--quick``
+3000), waits until its pre-rendering is done, then runs the full ``scrapy crawl knowledge``
+into a fresh SQLite database (the settings of bench_crawl.py). Every 2 s it records the
+pages stored so far, the resident set size (RSS) of the crawl process, and the
+proportional set size (PSS, from ``/proc/PID/smaps_rollup``) of the crawl process and
+everything below it (the stage workers and their server), so shared pages count once.
+
+Prints the peaks, the memory at each tenth of the crawl, and the trend after warm-up:
+the least-squares slope of memory against pages stored over the second half of the crawl,
+in MiB per 10,000 pages, for the crawl process and for the whole tree. The issue's target:
+peak RSS under 1 GB, no upward trend after warm-up.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from _common import (  # noqa: E402
+    FAST_SETTINGS,
+    doc_parser,
+    process_tree,
+    pss_kib,
+    scrapy_exe,
+    site_pid,
+    slope_per_100,
+    stored_pages,
+    wait_warm,
+)
+
+TARGET_PEAK_MIB = 1024
+SAMPLE_SECONDS = 2.0
+
+
+def rss_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def crawl(site_url: str, db: Path) -> dict[str, Any]:
+    argv = [str(scrapy_exe()), "crawl", "knowledge", "-a", f"seeds={site_url}"]
+    for name, value in FAST_SETTINGS.items():
+        argv += ["-s", f"{name}={value}"]
+    argv += ["-s", f"KC_DATABASE_URL=sqlite:///{db}"]
+    samples: list[tuple[int, int, int, int]] = []  # pages, crawler RSS, crawler PSS, tree PSS
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    while proc.poll() is None:
+        tree = process_tree(proc.pid)
+        own = pss_kib(proc.pid)
+        samples.append(
+            (stored_pages(db), rss_kib(proc.pid), own, own + sum(pss_kib(p) for p in tree[1:]))
+        )
+        time.sleep(SAMPLE_SECONDS)
+    wall = time.perf_counter() - t0
+    stderr = proc.stderr.read() if proc.stderr else ""
+    if proc.returncode != 0:
+        sys.exit(f"bench_memory: crawl failed ({proc.returncode}):\n{stderr[-3000:]}")
+    return {"wall": wall, "samples": samples, "rows": stored_pages(db)}
+
+
+def main() -> int:
+    ap = doc_parser(__doc__)
+    ap.add_argument("--quick", action="store_true", help="3000 articles instead of 50000")
+    ap.add_argument("--pages", type=int, help="test site articles (overrides --quick)")
+    args = ap.parse_args()
+    n = args.pages or (3000 if args.quick else 50_000)
+
+    from knowledge_crawler.testsite import TestSite
+
+    tmp = Path(tempfile.mkdtemp(prefix="kc-bench-memory-"))
+    try:
+        with TestSite(pages=n, warm=True) as site:
+            pid = site_pid(site)
+            warm_s = wait_warm(pid, timeout=900) if pid else 0.0
+            result = crawl(site.url, tmp / "memory.db")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    samples = [s for s in result["samples"] if s[0] > 0]
+    rows = result["rows"]
+    peak_rss = max(s[1] for s in result["samples"]) / 1024
+    peak_tree = max(s[3] for s in result["samples"]) / 1024
+    second_half = [s for s in samples if s[0] >= rows / 2]
+    crawler_slope = 100 * slope_per_100([(s[0], s[2]) for s in second_half])
+    tree_slope = 100 * slope_per_100([(s[0], s[3]) for s in second_half])
+    print(
+        f"Memory of a long crawl: `scrapy crawl knowledge` on the loopback test site, {n} "
+        f"articles (warmed in {warm_s:.0f} s), {rows} pages stored in {result['wall']:.0f} s; "
+        f"sampled every {SAMPLE_SECONDS:.0f} s\n"
+    )
+    print("| pages stored | crawler RSS MiB | crawler PSS MiB | crawler + workers PSS MiB |")
+    print("|---:|---:|---:|---:|")
+    shown: set[int] = set()
+    for tenth in range(1, 11):
+        goal = rows * tenth / 10
+        sample = min(samples, key=lambda s: abs(s[0] - goal))
+        if sample[0] in shown:
+            continue
+        shown.add(sample[0])
+        print(
+            f"| {sample[0]} | {sample[1] / 1024:.0f} | {sample[2] / 1024:.0f} "
+            f"| {sample[3] / 1024:.0f} |"
+        )
+    verdict = "**PASS**" if peak_rss < TARGET_PEAK_MIB else "**FAIL**"
+    print(
+        f"\n- {verdict} peak RSS of the crawl process {peak_rss:.0f} MiB (target < "
+        f"{TARGET_PEAK_MIB} MiB); peak PSS of the crawl process with its workers "
+        f"{peak_tree:.0f} MiB"
+    )
+    print(
+        f"- trend over the second half ({len(second_half)} samples, least squares): crawl "
+        f"process {crawler_slope:+.1f} MiB per 10,000 pages, with its workers "
+        f"{tree_slope:+.1f} MiB per 10,000 pages"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
