@@ -24,6 +24,7 @@ import functools
 import logging
 import multiprocessing
 import os
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -60,6 +61,19 @@ def worker_count(setting: int) -> int:
 def _start_worker(rules: dict[str, StageRules]) -> None:
     _RULES.clear()
     _RULES.update(rules)
+    # A worker waits for calls on a pipe it also holds the writing end of, so it never
+    # sees the crawl go: a crawl killed outright (SIGKILL, out of memory) would leave it,
+    # and the forkserver, behind for good. It leaves when the crawl process is gone.
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(
+            target=_exit_with, args=(parent,), name="kc-crawl-watch", daemon=True
+        ).start()
+
+
+def _exit_with(parent: multiprocessing.process.BaseProcess) -> None:
+    parent.join()  # returns once the crawl process has ended, however it ended
+    os._exit(0)
 
 
 def run_batch(pages: list[PageInput]) -> tuple[list[Prepared], float]:

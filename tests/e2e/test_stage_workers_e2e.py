@@ -1,0 +1,76 @@
+"""The stage workers of a crawl process end with it, however it ends."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from knowledge_crawler.testsite import TestSite
+from tests.e2e.test_render_e2e import alive, descendants
+from tests.helpers import query
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def start_crawl(tmp_path: Path, site: TestSite) -> tuple[subprocess.Popen[str], dict[int, str]]:
+    """A crawl of slow pages, and the processes below it once its stage workers work."""
+    site.slow("/articles/", 0.3)
+    db = tmp_path / "k.db"
+    process = subprocess.Popen(
+        [str(BIN / "scrapy"), "crawl", "knowledge", "-a", f"seeds={site.url}"],
+        cwd=REPO,
+        env={**os.environ, "KC_DATABASE_URL": f"sqlite:///{db}", "KC_STAGE_WORKERS": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    below: dict[int, str] = {}
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        below = descendants(process.pid)
+        servers = {str(pid) for pid, cmd in below.items() if "multiprocessing.forkserver" in cmd}
+        if any(_parent(pid) in servers for pid in below):  # a worker, forked by the server
+            break
+    else:
+        pytest.fail(f"no stage worker started: {below}")
+    return process, below
+
+
+def _parent(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+    except OSError:
+        return ""
+
+
+def test_a_killed_crawl_takes_its_stage_workers_with_it(site: TestSite, tmp_path: Path) -> None:
+    process, below = start_crawl(tmp_path, site)
+    process.kill()
+    process.communicate(timeout=30)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(alive(pid) for pid in below):
+        time.sleep(0.2)
+    assert {pid: cmd[:100] for pid, cmd in below.items() if alive(pid)} == {}
+
+
+def test_an_interrupted_crawl_stops_its_stage_workers(site: TestSite, tmp_path: Path) -> None:
+    process, below = start_crawl(tmp_path, site)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr[-2000:]
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(alive(pid) for pid in below):
+        time.sleep(0.2)
+    assert [pid for pid in below if alive(pid)] == []
+    [run] = query(f"sqlite:///{tmp_path / 'k.db'}", "SELECT outcome FROM crawl_runs")
+    assert run["outcome"] == "interrupted"
