@@ -103,6 +103,15 @@ DEFAULT_BOILERPLATE: tuple[re.Pattern[str], ...] = tuple(
     )
 )
 
+#: Words one of which every banner the rules above match holds (lower-cased): a block
+#: without any is no banner, nor is any of its lines, and is not looked at further.
+#: (A banner spelled with other letters that case-insensitive matching would equate,
+#: such as a long s, is then kept: cleaning errs on the side of the page's text.)
+_BANNER_WORDS = (
+    "skip", "jump", "cookie", "newsletter", "©", "&copy;", "copyright", "(c)", "reserved",
+    "generated",
+)  # fmt: skip
+
 #: the rules above as one pattern: one ``fullmatch`` tries them all (an alternation
 #: full-matches exactly when one of its alternatives does)
 _ANY_BANNER = re.compile(
@@ -263,6 +272,10 @@ def _more_words_than(text: str, limit: int) -> bool:
 
 def _drop_banners(block: list[str], removed: list[str]) -> list[str]:
     """The block without its banners: the whole block if it is one, else banner lines."""
+    if block:
+        lower = "\n".join(block).lower()
+        if not any(word in lower for word in _BANNER_WORDS):
+            return block
     while block:
         if _banner(block):
             removed.append("\n".join(block))
@@ -292,6 +305,8 @@ def _is_table_row(line: str) -> bool:
 
 def _normalise_line(line: str) -> str:
     """One prose line: NBSP to space, inner runs of spaces collapsed, indentation kept."""
+    if line and not line[-1].isspace() and "  " not in line and "\u00a0" not in line:
+        return line  # nothing to collapse, trim or replace (most lines)
     if not line.strip():
         return ""
     line = line.replace("\u00a0", " ")
