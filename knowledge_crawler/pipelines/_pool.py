@@ -30,7 +30,13 @@ from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
-from knowledge_crawler.transform.stages import PageInput, Prepared, StageRules, prepare_batch
+from knowledge_crawler.transform.stages import (
+    PageInput,
+    Prepared,
+    StageRules,
+    prepare,
+    prepare_batch,
+)
 
 __all__ = ["MAX_BATCH", "StagePool", "WorkerCrashed", "run_batch", "worker_count"]
 
@@ -82,10 +88,22 @@ def run_batch(pages: list[PageInput]) -> tuple[list[Prepared], float]:
     return prepare_batch(pages, _RULES), time.process_time() - started
 
 
+def _warm_up() -> None:
+    """What each worker's first page would otherwise wait for: the extractor's and
+    MinHash's libraries loaded and their settings built."""
+    prepare(
+        PageInput("", "https://example.com/", "<html><body><p>warm up</p></body></html>"),
+        StageRules(),
+    )
+
+
 def _context() -> multiprocessing.context.BaseContext:
     context = multiprocessing.get_context("forkserver")
-    # The server imports the stages once; each worker is a fork of it, started in ms.
-    context.set_forkserver_preload(["knowledge_crawler.transform.stages"])
+    # The server imports the stages and what they load once; each worker is a fork of
+    # it, started in milliseconds, with all of that already in memory.
+    context.set_forkserver_preload(
+        ["knowledge_crawler.transform.stages", "trafilatura.core", "datasketch"]
+    )
     return context
 
 
@@ -118,12 +136,16 @@ class StagePool:
         self.worker_cpu = 0.0
 
     def _start(self) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(
+        executor = ProcessPoolExecutor(
             max_workers=self.workers,
             mp_context=_context(),
             initializer=_start_worker,
             initargs=(self.rules,),
         )
+        # Started now, while the crawl starts, not when its first page arrives.
+        for _ in range(self.workers):
+            executor.submit(_warm_up)
+        return executor
 
     async def prepare(self, page: PageInput) -> Prepared:
         """Stages 1-4 of ``page`` in a worker; :class:`WorkerCrashed` if it kills one alone."""
