@@ -116,13 +116,16 @@ class StagePool:
         rules: dict[str, StageRules],
         *,
         work: Callable[[list[PageInput]], tuple[list[Prepared], float]] | None = None,
+        eager: bool = True,
     ) -> None:
-        """``work`` replaces what a worker does with a batch (tests; a module-level function)."""
+        """``work`` replaces what a worker does with a batch (tests; a module-level function).
+        ``eager``: start the workers now (else with the first page)."""
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         self.workers = workers
         self.rules = rules
         self._work = work or run_batch
+        self._eager = eager
         self._executor = self._start()
         #: pages waiting for a worker: (page, future of its result, sent alone)
         self._waiting: list[tuple[PageInput, asyncio.Future[Prepared], bool]] = []
@@ -142,9 +145,9 @@ class StagePool:
             initializer=_start_worker,
             initargs=(self.rules,),
         )
-        # Started now, while the crawl starts, not when its first page arrives.
-        for _ in range(self.workers):
-            executor.submit(_warm_up)
+        if self._eager:  # started now, while the crawl starts, not with its first page
+            for _ in range(self.workers):
+                executor.submit(_warm_up)
         return executor
 
     async def prepare(self, page: PageInput) -> Prepared:

@@ -81,7 +81,8 @@ class ExtractPipeline(KcPipeline):
         workers = worker_count(self.runtime.config.stage_workers)
         if workers:
             rules = {sid: self.runtime.stage_rules(sid) for sid in self.runtime.sources}
-            self.pool = StagePool(workers, rules)
+            # a refresh mostly meets 304s: its workers start with the first changed page
+            self.pool = StagePool(workers, rules, eager=self.runtime.mode == "crawl")
             self.stats.set_value("kc/stages/workers", workers)
 
     def close_spider(self) -> None:
