@@ -20,6 +20,7 @@ Nothing of the crawl stops.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import multiprocessing
@@ -126,7 +127,12 @@ class StagePool:
         self.rules = rules
         self._work = work or run_batch
         self._eager = eager
-        self._executor = self._start()
+        # Starting the first process waits for the forkserver to start and load its
+        # libraries (a second or more): on a thread, so the crawl goes on meanwhile and the
+        # pages that arrive wait for it.
+        self._executor: ProcessPoolExecutor | None = None
+        self._starting = asyncio.get_running_loop().run_in_executor(None, self._start)
+        self._starting.add_done_callback(self._started)
         #: pages waiting for a worker: (page, future of its result, sent alone)
         self._waiting: list[tuple[PageInput, asyncio.Future[Prepared], bool]] = []
         #: calls a worker is running or has queued; one more than the workers keeps each busy
@@ -150,6 +156,20 @@ class StagePool:
                 executor.submit(_warm_up)
         return executor
 
+    def _started(self, starting: asyncio.Future[ProcessPoolExecutor]) -> None:
+        error = starting.exception() if not starting.cancelled() else RuntimeError("cancelled")
+        if error is not None:
+            for _, future, _ in self._waiting:
+                if not future.done():
+                    future.set_exception(error)
+            self._waiting.clear()
+            return
+        self._executor = starting.result()
+        if self._closed:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+        else:
+            self._send()
+
     async def prepare(self, page: PageInput) -> Prepared:
         """Stages 1-4 of ``page`` in a worker; :class:`WorkerCrashed` if it kills one alone."""
         if self._closed:
@@ -160,6 +180,8 @@ class StagePool:
         return await future
 
     def _send(self) -> None:
+        if self._executor is None:  # still starting: _started sends what waits
+            return
         loop = asyncio.get_running_loop()
         while self._waiting and self._in_flight <= self.workers:
             if self._waiting[0][2]:
@@ -225,17 +247,22 @@ class StagePool:
             self._send()
 
     def _restart(self) -> None:
-        """A worker died: a new pool (the old one's calls all fail)."""
+        """A worker died: a new pool (the old one's calls all fail). The forkserver is up,
+        so a new worker is a fork of it, started in milliseconds."""
+        assert self._executor is not None
         self.restarts += 1
         logger.warning("a stage worker process died; starting a new pool")
         self._executor.shutdown(wait=False, cancel_futures=True)
         self._executor = self._start()
 
-    def close(self) -> None:
+    async def close(self) -> None:
         """Stop the workers (after the calls in flight); pages still waiting fail."""
         self._closed = True
         for _, future, _ in self._waiting:
             if not future.done():
                 future.set_exception(RuntimeError("the stage pool was closed"))
         self._waiting.clear()
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        with contextlib.suppress(Exception):  # a pool that failed to start has nothing to stop
+            await self._starting
+        if self._executor is not None:
+            await asyncio.to_thread(self._executor.shutdown, True, cancel_futures=True)

@@ -85,13 +85,13 @@ class ExtractPipeline(KcPipeline):
             self.pool = StagePool(workers, rules, eager=self.runtime.mode == "crawl")
             self.stats.set_value("kc/stages/workers", workers)
 
-    def close_spider(self) -> None:
+    async def close_spider(self) -> None:
         if self.pool is not None:
+            await self.pool.close()
             self.inc("stages/batches", self.pool.batches)
             self.inc("stages/pages", self.pool.pages)
             self.inc("stages/restarts", self.pool.restarts)
             self.inc("stages/worker_cpu_ms", round(1000 * self.pool.worker_cpu))
-            self.pool.close()
 
     def process_page(self, item: PageItem) -> Any:
         if item.html is None:

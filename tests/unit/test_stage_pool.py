@@ -47,7 +47,7 @@ async def test_workers_give_what_prepare_gives_here_in_few_batches() -> None:
         pages = [page(n) for n in range(120)]
         got = await asyncio.gather(*(pool.prepare(p) for p in pages))
     finally:
-        pool.close()
+        await pool.close()
     assert got == [prepare(p, RULES["s"]) for p in pages]
     assert got[0].fingerprint is not None and "    return 1" in got[0].cleaned.content
     assert pool.pages == 120 and pool.batches <= 10  # pages waiting go together
@@ -65,7 +65,7 @@ async def test_a_killed_worker_is_replaced_and_every_page_is_done() -> None:
             os.kill(pid, signal.SIGKILL)
         got = await asyncio.gather(*tasks)
     finally:
-        pool.close()
+        await pool.close()
     assert got == [prepare(p, RULES["s"]) for p in pages]
     assert pool.restarts >= 1
 
@@ -77,7 +77,7 @@ async def test_a_page_that_kills_its_worker_fails_alone() -> None:
         pages = [page(n, "KILLME" if n == 7 else "") for n in range(30)]
         got = await asyncio.gather(*(pool.prepare(p) for p in pages), return_exceptions=True)
     finally:
-        pool.close()
+        await pool.close()
     assert isinstance(got[7], WorkerCrashed) and "https://example.com/p/7" in str(got[7])
     assert [g for i, g in enumerate(got) if i != 7] == [
         prepare(p, RULES["s"]) for i, p in enumerate(pages) if i != 7
@@ -87,6 +87,6 @@ async def test_a_page_that_kills_its_worker_fails_alone() -> None:
 @coroutine_test
 async def test_a_closed_pool_takes_no_more_pages() -> None:
     pool = StagePool(1, RULES)
-    pool.close()
+    await pool.close()
     with pytest.raises(RuntimeError, match="closed"):
         await pool.prepare(page(1))
