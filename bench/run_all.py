@@ -5,9 +5,10 @@
 Runs, each as a subprocess with this interpreter from the repository root:
 bench_extract.py, bench_minhash.py (always ``--quick``; skipped with a note if the file
 is missing), bench_store.py, bench_dedupe_restore.py, bench_crawl.py, bench_sync.py,
-bench_render.py, bench_search.py and bench_capacity.py (which also rewrites
-docs/scaling.md, but for ``--quick``). ``--quick`` passes ``--quick`` to the store, restore,
-crawl, sync, render, search and capacity benchmarks and
+bench_render.py, bench_search.py, bench_memory.py and bench_capacity.py (which also
+rewrites docs/scaling.md, but for ``--quick``); the crawl benchmark runs each scenario
+twice and keeps the faster. ``--quick`` passes ``--quick`` to the store, restore, crawl,
+sync, render, search, memory and capacity benchmarks and
 ``--repeat 1`` to the extraction benchmark. Each script's markdown output is printed
 under a heading with the exact command and its duration; a script that fails is reported
 with its exit status and the tail of its stderr, and the others still run (exit status 1
@@ -40,10 +41,11 @@ BENCHMARKS: list[tuple[str, str, str, list[str], list[str]]] = [
     ("minhash", "MinHash signatures and near-duplicates", "bench_minhash.py", ["--quick"], []),
     ("store", "Store load speed (SQLite, PostgreSQL)", "bench_store.py", [], ["--quick"]),
     ("restore", "Dedupe state restore at spider start", "bench_dedupe_restore.py", [], ["--quick"]),
-    ("crawl", "Whole-crawl throughput", "bench_crawl.py", [], ["--quick"]),
+    ("crawl", "Whole-crawl throughput", "bench_crawl.py", ["--repeat", "2"], ["--quick"]),
     ("sync", "Incremental re-crawl (conditional GET)", "bench_sync.py", [], ["--quick"]),
     ("render", "Rendered crawl (Playwright, Chromium)", "bench_render.py", [], ["--quick"]),
     ("search", "Full-text search latency", "bench_search.py", [], ["--quick"]),
+    ("memory", "Memory of a long crawl", "bench_memory.py", [], ["--quick"]),
     # the measured per-page costs and the capacity model built on them: docs/scaling.md
     ("capacity", "Per-page costs for capacity", "bench_capacity.py", ["--write"], ["--quick"]),
 ]

@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 from knowledge_crawler.transform.minhash import (
     MemoryNearDuplicateIndex,
@@ -56,8 +56,6 @@ Key = tuple[str, str]
 
 EXACT = "exact"
 NEAR = "near"
-
-_SEP = "|"  # source ids never contain it (see knowledge_crawler.sources)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,15 +147,6 @@ class _Duplicate:
 _Change = tuple[Key, Decision, Decision]
 
 
-def _index_key(key: Key) -> str:
-    return f"{key[0]}{_SEP}{key[1]}"
-
-
-def _key(index_key: str) -> Key:
-    source_id, _, url = index_key.partition(_SEP)
-    return (source_id, url)
-
-
 class DedupePolicy:
     """The dedupe state of a crawl and the decisions taken against it.
 
@@ -203,7 +192,7 @@ class DedupePolicy:
             raise RuntimeError("restore() loads an empty policy, before any decision")
         rank, hash_of, by_hash = self._rank, self._hash_of, self._by_hash
         duplicates, dependents = self._duplicates, self._dependents
-        indexed: list[tuple[str, bytes, str]] = []
+        indexed: list[tuple[Key, bytes, str]] = []
         duplicate_fingerprints: set[str | None] = set()
         for page in pages:
             key = page.key
@@ -216,7 +205,7 @@ class DedupePolicy:
                     by_hash.setdefault(digest, key)
                     minhash, fingerprint = page.minhash, page.minhash_params
                     if minhash is not None and fingerprint is not None:
-                        indexed.append((f"{key[0]}{_SEP}{key[1]}", minhash, fingerprint))
+                        indexed.append((key, minhash, fingerprint))
                 continue
             duplicates[key] = _Duplicate(
                 digest,
@@ -295,7 +284,7 @@ class DedupePolicy:
             hits = [
                 (other, j)
                 for k, j in self._indexes[self.threshold(key[0])].query(sig)
-                if self._rank[other := _key(k)] < rank
+                if self._rank[other := cast(Key, k)] < rank
             ]
             if hits:
                 best, score = min(hits, key=lambda hit: (-hit[1], self._rank[hit[0]]))
@@ -305,9 +294,8 @@ class DedupePolicy:
             self._displaced.append((holder, key))
         self._by_hash[digest] = key
         if sig is not None:
-            ikey = _index_key(key)
             for index in self._indexes.values():
-                index.add(ikey, sig)
+                index.add(key, sig)
         return REPRESENTATIVE
 
     def _release(self, key: Key) -> None:
@@ -315,9 +303,8 @@ class DedupePolicy:
         digest = self._hash_of.get(key)
         if digest is not None and self._by_hash.get(digest) == key:
             del self._by_hash[digest]
-        ikey = _index_key(key)
         for index in self._indexes.values():
-            index.remove(ikey)
+            index.remove(key)
         dup = self._duplicates.pop(key, None)
         if dup is not None:
             rep = dup.rep
@@ -366,7 +353,7 @@ class DedupePolicy:
             holder, _older = self._displaced.pop()
             if holder in self._duplicates:
                 continue  # no longer a representative: already decided again
-            sig = self._indexes[self.params.threshold].values(_index_key(holder))
+            sig = self._indexes[self.params.threshold].values(holder)
             minhash = to_bytes(sig) if sig is not None else None
             # it held a content hash, so it has words
             decision = self._judge(holder, self._hash_of[holder], minhash, 1)

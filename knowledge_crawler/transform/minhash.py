@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # datasketch (and the SciPy it imports) loads only where sign
 __all__ = [
     "DEFAULT",
     "FINGERPRINT_VERSION",
+    "IndexKey",
     "MemoryNearDuplicateIndex",
     "MinHashParams",
     "NearDuplicateIndex",
@@ -84,10 +85,14 @@ _FMIX64: Final = (np.uint64(33), np.uint64(0xFF51AFD7ED558CCD), np.uint64(0xC4CE
 _FMIX32: Final = (np.uint32(16), np.uint32(0x85EBCA6B), np.uint32(13), np.uint32(0xC2B2AE35))
 # Rows of the (shingles x permutations) matrix computed at once by ``signatures``.
 _CHUNK_ROWS: Final = 4096
+#: band entries the index lets wait in its dict (or stay stale) before it sorts them in
+_MIN_REBUILD: Final = 4096
 # Stored signatures decoded / band-hashed at once by ``MemoryNearDuplicateIndex.restore``.
 _RESTORE_CHUNK: Final = 16384
 
 U32Array = npt.NDArray[np.uint32]
+#: what an index files a signature under (a string, or a page's (source, URL) tuple)
+IndexKey = str | tuple[str, str]
 U64Array = npt.NDArray[np.uint64]
 
 
@@ -428,19 +433,19 @@ def decode(data: bytes) -> Signature:
 
 @runtime_checkable
 class NearDuplicateIndex(Protocol):
-    """Near-duplicate index: in memory now, Redis later."""
+    """A near-duplicate index (:class:`MemoryNearDuplicateIndex` is one)."""
 
     params: MinHashParams
 
-    def add(self, key: str, sig: SignatureLike) -> None:
+    def add(self, key: IndexKey, sig: SignatureLike) -> None:
         """Index ``sig`` under ``key``, replacing any signature already stored for it."""
         ...
 
-    def remove(self, key: str) -> None:
+    def remove(self, key: IndexKey) -> None:
         """Forget ``key``; a no-op if it is unknown."""
         ...
 
-    def query(self, sig: SignatureLike) -> list[tuple[str, float]]:
+    def query(self, sig: SignatureLike) -> list[tuple[IndexKey, float]]:
         """Keys whose estimated Jaccard with ``sig`` is >= threshold, best first.
 
         Does not exclude anything: a key indexed with ``sig`` itself is returned.
@@ -457,10 +462,17 @@ class MemoryNearDuplicateIndex:
 
     Same candidate rule as ``datasketch.MinHashLSH(params=(b, r))`` (two signatures
     are candidates when all ``r`` values of one of the first ``b`` bands are equal),
-    but stored compactly for fast restore: signatures in one ``uint32`` matrix, each
-    band a dict from a 64-bit hash of the band's values to row number(s). Candidates
-    are confirmed by their estimated Jaccard (>= ``params.threshold``) on the matrix.
+    but stored compactly: signatures in one ``uint32`` matrix (``4 * num_perm`` bytes
+    a row), and the bands as one sorted array of 64-bit keys (a hash of a band's
+    values and its number) beside the rows they come from, 12 bytes an entry; the
+    entries added since the array was last built wait in a dict, and a removed row's
+    entries stay until then. Every candidate is confirmed by its estimated Jaccard
+    (>= ``params.threshold``) on the matrix as it is now, so a stale entry can only
+    propose a row, never decide. The array is built again (from the matrix) once the
+    dict or the stale entries grow past an eighth of it: what a signature costs stays
+    near ``4 * num_perm + 12 * bands`` bytes, not a dict entry a band.
     The signature of a text without words is remembered but never matches anything.
+    Keys are any hashable, ordered values (strings, tuples of strings), one kind an index.
     """
 
     def __init__(self, params: MinHashParams = DEFAULT, *, capacity: int = 1024) -> None:
@@ -468,10 +480,16 @@ class MemoryNearDuplicateIndex:
         self._bands, self._rows = params.bands_rows
         self._matrix: U32Array = np.empty((max(capacity, 16), params.num_perm), dtype=np.uint32)
         self._used = 0  # rows of _matrix handed out so far
-        self._row_of: dict[str, int] = {}
-        self._key_of: list[str | None] = []
+        self._row_of: dict[IndexKey, int] = {}
+        self._key_of: list[IndexKey | None] = []
         self._free: list[int] = []
-        self._tables: list[dict[int, int | list[int]]] = [{} for _ in range(self._bands)]
+        #: the band entries as built last: sorted keys, and the row of each
+        self._skeys: U64Array = np.empty(0, dtype=np.uint64)
+        self._srows: npt.NDArray[np.int32] = np.empty(0, dtype=np.int32)
+        #: band entries added since: key -> row(s)
+        self._recent: dict[int, int | list[int]] = {}
+        #: entries of the sorted array whose row was removed since it was built
+        self._stale = 0
         # minimum number of equal hash values for estimated Jaccard >= threshold
         self._min_equal = _min_equal(params.threshold, params.num_perm)
 
@@ -481,7 +499,7 @@ class MemoryNearDuplicateIndex:
     def restore(
         cls,
         params: MinHashParams,
-        rows: Iterable[tuple[str, bytes, str]],
+        rows: Iterable[tuple[IndexKey, bytes, str]],
         *,
         allow_rebanding: bool = True,
     ) -> MemoryNearDuplicateIndex:
@@ -493,7 +511,7 @@ class MemoryNearDuplicateIndex:
         """
         index = cls(params, capacity=len(rows) if isinstance(rows, Sized) else 1024)
         accepted: set[str] = set()
-        keys: list[str] = []
+        keys: list[IndexKey] = []
         blobs: list[bytes] = []
         for key, data, fingerprint in rows:
             if fingerprint not in accepted:
@@ -508,7 +526,7 @@ class MemoryNearDuplicateIndex:
         index._index_loaded_rows()
         return index
 
-    def _load_chunk(self, keys: list[str], blobs: list[bytes]) -> None:
+    def _load_chunk(self, keys: list[IndexKey], blobs: list[bytes]) -> None:
         """Decode signatures into the matrix; the band tables are filled afterwards."""
         if not keys:
             return
@@ -526,16 +544,38 @@ class MemoryNearDuplicateIndex:
             self._key_of.append(key)
 
     def _index_loaded_rows(self) -> None:
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        """The sorted band entries again, from the live rows of the matrix."""
+        keys: list[U64Array] = []
+        rows: list[npt.NDArray[np.int32]] = []
+        live_key = np.fromiter(
+            (k is not None for k in self._key_of), dtype=bool, count=len(self._key_of)
+        )
         for start in range(0, self._used, _RESTORE_CHUNK):
-            block = self._matrix[start : min(start + _RESTORE_CHUNK, self._used)]
-            live = np.flatnonzero(~np.all(block == _U32_MAX, axis=1))
-            ids = [row for row in (live + start).tolist() if self._key_of[row] is not None]
-            if not ids:
+            stop = min(start + _RESTORE_CHUNK, self._used)
+            block = self._matrix[start:stop]
+            ids = np.flatnonzero(~np.all(block == _U32_MAX, axis=1) & live_key[start:stop])
+            if not len(ids):
                 continue
-            band_hashes = self._band_hashes(self._matrix[ids])
-            for band, table in enumerate(self._tables):
-                for h, row in zip(band_hashes[:, band].tolist(), ids, strict=True):
-                    _bucket_add(table, h, row)
+            keys.append(self._entry_keys(block[ids]).ravel())
+            rows.append(np.repeat((ids + start).astype(np.int32), self._bands))
+        all_keys = np.concatenate(keys) if keys else np.empty(0, dtype=np.uint64)
+        all_rows = np.concatenate(rows) if rows else np.empty(0, dtype=np.int32)
+        order = np.argsort(all_keys, kind="stable")
+        self._skeys, self._srows = all_keys[order], all_rows[order]
+        self._recent = {}
+        self._stale = 0
+
+    def _entry_keys(self, matrix: U32Array) -> U64Array:
+        """(n, bands) keys of the band entries of each row: band hash and band number."""
+        return _fmix64(self._band_hashes(matrix) ^ _band_salts(self._bands))
+
+    def _maybe_rebuild(self) -> None:
+        limit = max(_MIN_REBUILD, len(self._skeys) // 8)
+        if len(self._recent) > limit or self._stale > limit:
+            self._rebuild()
 
     # -- internals
 
@@ -566,25 +606,29 @@ class MemoryNearDuplicateIndex:
         if getattr(sig, "scheme", None) != _SCHEME:
             raise ParamsMismatchError(f"signature scheme {sig.scheme!r} is not {_SCHEME!r}")
 
-    def _band_keys(self, hv: U32Array) -> list[tuple[int, dict[int, int | list[int]]]]:
-        hashes: list[int] = self._band_hashes(hv[None, :])[0].tolist()
-        return list(zip(hashes, self._tables, strict=True))
-
     def _candidates(self, hv: U32Array) -> set[int]:
+        keys = self._entry_keys(hv[None, :])[0]
         found: set[int] = set()
-        for h, table in self._band_keys(hv):
-            hit = table.get(h)
-            if hit is None:
-                continue
-            if isinstance(hit, int):
-                found.add(hit)
-            else:
-                found.update(hit)
+        if len(self._skeys):
+            left = np.searchsorted(self._skeys, keys, side="left")
+            right = np.searchsorted(self._skeys, keys, side="right")
+            for lo, hi in zip(left.tolist(), right.tolist(), strict=True):
+                if hi > lo:
+                    found.update(self._srows[lo:hi].tolist())
+        if self._recent:
+            for h in keys.tolist():
+                hit = self._recent.get(h)
+                if hit is None:
+                    continue
+                if isinstance(hit, int):
+                    found.add(hit)
+                else:
+                    found.update(hit)
         return found
 
     # -- NearDuplicateIndex
 
-    def add(self, key: str, sig: SignatureLike) -> None:
+    def add(self, key: IndexKey, sig: SignatureLike) -> None:
         self._check(sig)
         self.remove(key)
         if self._free:
@@ -600,27 +644,24 @@ class MemoryNearDuplicateIndex:
         self._matrix[row] = hv
         if is_empty(sig):
             return
-        for h, table in self._band_keys(hv):
-            _bucket_add(table, h, row)
+        for h in self._entry_keys(hv[None, :])[0].tolist():
+            _bucket_add(self._recent, h, row)
+        self._maybe_rebuild()
 
-    def remove(self, key: str) -> None:
+    def remove(self, key: IndexKey) -> None:
         row = self._row_of.pop(key, None)
         if row is None:
             return
         hv = self._matrix[row]
         if not bool(np.all(hv == _U32_MAX)):
-            for h, table in self._band_keys(hv):
-                hit = table[h]
-                if isinstance(hit, int):
-                    del table[h]
-                else:
-                    hit.remove(row)
-                    if len(hit) == 1:
-                        table[h] = hit[0]
+            # its entries stay where they are: a candidate row is always confirmed on the
+            # matrix, and a freed row has no key
+            self._stale += self._bands
+            self._maybe_rebuild()
         self._key_of[row] = None
         self._free.append(row)
 
-    def query(self, sig: SignatureLike) -> list[tuple[str, float]]:
+    def query(self, sig: SignatureLike) -> list[tuple[IndexKey, float]]:
         self._check(sig)
         hv = np.asarray(sig.hashvalues, dtype=np.uint32)
         if bool(np.all(hv == _U32_MAX)):
@@ -640,17 +681,17 @@ class MemoryNearDuplicateIndex:
         result.sort(key=lambda item: (-item[1], item[0]))
         return result
 
-    def get(self, key: str) -> LeanMinHash | None:
+    def get(self, key: IndexKey) -> LeanMinHash | None:
         """A copy of the signature stored for ``key``."""
         found = self.values(key)
         return None if found is None else _lean(found.seed, found.hashvalues)
 
-    def values(self, key: str) -> Signature | None:
+    def values(self, key: IndexKey) -> Signature | None:
         """:meth:`get` as a :class:`Signature` (no datasketch)."""
         row = self._row_of.get(key)
         return None if row is None else Signature(self.params.seed, self._matrix[row].copy())
 
-    def keys(self) -> list[str]:
+    def keys(self) -> list[IndexKey]:
         return list(self._row_of)
 
     def __contains__(self, key: object) -> bool:
@@ -672,6 +713,15 @@ def _bucket_add(table: dict[int, int | list[int]], h: int, row: int) -> None:
 
 
 @functools.lru_cache(maxsize=8)
+def _band_salts(bands: int) -> U64Array:
+    """A fixed 64-bit value per band, so that equal values in two bands give two keys."""
+    rng = np.random.default_rng(0xBA4D)
+    salts = rng.integers(0, 2**63, size=bands, dtype=np.uint64)
+    salts.setflags(write=False)
+    return salts
+
+
+@functools.lru_cache(maxsize=8)
 def _band_multipliers(r: int) -> U64Array:
     rng = np.random.default_rng(0x5EED)
     c = rng.integers(0, 2**63, size=r, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
@@ -679,7 +729,9 @@ def _band_multipliers(r: int) -> U64Array:
     return c
 
 
-def _decode_many(keys: Sequence[str], blobs: Sequence[bytes], params: MinHashParams) -> U32Array:
+def _decode_many(
+    keys: Sequence[IndexKey], blobs: Sequence[bytes], params: MinHashParams
+) -> U32Array:
     """Vectorised ``from_bytes`` of many signatures, checked against ``params``."""
     n, p = len(blobs), params.num_perm
     size = _HEADER.size + 4 * p
