@@ -57,6 +57,12 @@ class PageItem:
     #: JSON values by name, stored in ``page_meta.extra``
     extra: dict[str, Any] = field(default_factory=dict)
 
+    #: the page's links are to be followed (read by the stage middleware, which yields their
+    #: requests): from the parts of the page this XPath selects (None: all of it), with
+    #: the response's encoding for a ``<base href>``
+    follow: bool = False
+    link_region: str | None = None
+    encoding: str = "utf-8"
     #: stages 1-4 worked out ahead in a worker process (``transform.stages.Prepared``);
     #: each stage takes its result from it while its input is what the worker saw
     prepared: Any = None

@@ -28,11 +28,13 @@ from weakref import WeakKeyDictionary
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider
+from scrapy.linkextractors import IGNORED_EXTENSIONS
 from scrapy.settings import BaseSettings
 
 from knowledge_crawler.config import KcConfig
 from knowledge_crawler.errors import ConfigError, StoreError, TransientStoreError
 from knowledge_crawler.sources import Source
+from knowledge_crawler.stage_pool import StagePool
 from knowledge_crawler.store import HEAD_COUNTERS, FetchFailure, KnownPage, Store, open_store
 from knowledge_crawler.sync.retry import AttemptState
 from knowledge_crawler.transform.minhash import MinHashParams
@@ -55,6 +57,9 @@ T = TypeVar("T")
 
 #: Scrapy close reason of a crawl stopped because its database could not be written.
 STORE_FAILED = "store_failed"
+
+#: links to these file types are not worth a request (images, media, archives, office files)
+SKIPPED_EXTENSIONS = frozenset(f".{ext}" for ext in IGNORED_EXTENSIONS)
 
 #: this machine, as ``crawl_runs.host`` records it
 HOST = socket.gethostname()
@@ -219,6 +224,8 @@ class Runtime:
         self._minhash = minhash_params_from(crawler.settings)
         self._params_by_threshold: dict[float, MinHashParams] = {}
         self._rules: dict[str, StageRules] = {}
+        #: the crawl's stage workers, once the extract pipeline has started them
+        self.stage_pool: StagePool | None = None
         try:
             check_signatures(self.store, self._minhash)
         except ConfigError:
@@ -287,6 +294,7 @@ class Runtime:
                 tracking_params=source.tracking_params,
                 minhash=self.minhash_params(source.near_duplicate_threshold),
                 passage_words=self.config.passage_words,
+                skipped_extensions=SKIPPED_EXTENSIONS,
             )
         return rules
 

@@ -97,6 +97,14 @@ EXTENSIONS = {
 # Scrapy's caching resolver, refusing private answers for names no source owns (F-SAFETY)
 TWISTED_DNS_RESOLVER = "knowledge_crawler.middlewares.resolver.PrivateAddressResolver"
 
+# --- spider middlewares --------------------------------------------------------------
+SPIDER_MIDDLEWARES = {
+    # An HTML page to a stage worker as soon as the spider yields it: one parse there for
+    # its links and its content; then the requests for its links. Closest to the spider,
+    # so those requests pass Scrapy's depth, URL length, referer and offsite middlewares.
+    "knowledge_crawler.middlewares.stages.StageMiddleware": 950,
+}
+
 # --- downloader middlewares ----------------------------------------------------------
 DOWNLOADER_MIDDLEWARES = {
     # Per-source scope, redirects included. Below RobotsTxtMiddleware (100), which would

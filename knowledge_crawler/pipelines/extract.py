@@ -22,7 +22,7 @@ from scrapy.exceptions import DropItem
 
 from knowledge_crawler.items import PageItem
 from knowledge_crawler.pipelines._base import KcPipeline
-from knowledge_crawler.pipelines._pool import StagePool, WorkerCrashed, worker_count
+from knowledge_crawler.stage_pool import StagePool, WorkerCrashed, worker_count
 from knowledge_crawler.transform.stages import (
     SELECTED,
     SELECTOR_FAILED,
@@ -83,6 +83,7 @@ class ExtractPipeline(KcPipeline):
             rules = {sid: self.runtime.stage_rules(sid) for sid in self.runtime.sources}
             # a refresh mostly meets 304s: its workers start with the first changed page
             self.pool = StagePool(workers, rules, eager=self.runtime.mode == "crawl")
+            self.runtime.stage_pool = self.pool  # the stage middleware sends pages to it
             self.stats.set_value("kc/stages/workers", workers)
 
     async def close_spider(self) -> None:
@@ -97,6 +98,8 @@ class ExtractPipeline(KcPipeline):
         if item.html is None:
             self.inc("extract/non_html")
             raise DropItem(f"non-HTML response ({item.content_type})", log_level="DEBUG")
+        if item.prepared is not None:  # the stage middleware had a worker do it
+            return self._applied(item, item.prepared.extracted)
         if self.pool is not None and item.source_id in self.pool.rules:
             return self._in_worker(item, self.pool)  # a coroutine, awaited by Scrapy
         return self._applied(item, extract_page(item.html, item.final_url, item.content_selector))

@@ -26,14 +26,11 @@ import functools
 import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, Self
-from urllib.parse import urljoin, urlsplit
 
 import scrapy
-from lxml import etree
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Request, Response, TextResponse
-from scrapy.linkextractors import IGNORED_EXTENSIONS
 from scrapy.settings import BaseSettings
 from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.response import get_base_url
@@ -44,60 +41,38 @@ from knowledge_crawler.chromium import install_browser
 from knowledge_crawler.discovery.links import LinkRules
 from knowledge_crawler.errors import ConfigError
 from knowledge_crawler.items import FailureItem, NotModifiedItem, PageItem
-from knowledge_crawler.runtime import runtime_for
+from knowledge_crawler.runtime import SKIPPED_EXTENSIONS, runtime_for
 from knowledge_crawler.sources import Source, resolve_seeds
 from knowledge_crawler.spiders._discovery import DiscoveryMixin
 from knowledge_crawler.store import utc_now
 from knowledge_crawler.sync.retry import AttemptState, limit_kind
 from knowledge_crawler.transform.canonical import canonical_url, fetch_url
 from knowledge_crawler.transform.extract import decode_html, looks_like_html
+from knowledge_crawler.transform.links import link_targets, page_link_urls
 from knowledge_crawler.transform.selector import selector_xpath
 
 logger = logging.getLogger(__name__)
 
 MODES = ("crawl", "refresh")
 
+#: the spider middleware that reads a page's links when it is on (and parse() does not)
+STAGE_MIDDLEWARE = "knowledge_crawler.middlewares.stages.StageMiddleware"
+
 _HTML_TYPES = (b"text/html", b"application/xhtml+xml")
-#: every link target of a page, as plain strings
-_HREFS = etree.XPath("//a/@href | //area/@href", smart_strings=False)
-#: links to these file types are not worth a request (images, media, archives, office files)
-_SKIPPED_EXTENSIONS = frozenset(f".{ext}" for ext in IGNORED_EXTENSIONS)
 
 
 def page_links(response: TextResponse, region: str | None = None) -> list[str]:
     """Absolute http(s) URLs of the page's ``<a>``/``<area>`` links, in order, without repeats.
 
     A lean replacement for Scrapy's LinkExtractor (which cost about 14 ms a page,
-    mostly in its extension filter): the same sources, one XPath, a set lookup
-    for skipped file extensions. ``region``: an XPath (``LinkRules.region``) of the
-    parts of the page to take links from (links in them or that they are); None:
-    the whole page.
+    mostly in its extension filter): the same sources, one XPath on the response's own
+    parse, a set lookup for skipped file extensions. ``region``: an XPath
+    (``LinkRules.region``) of the parts of the page to take links from (links in them
+    or that they are); None: the whole page. With stage workers, they find the same
+    links in their own parse of the page (``transform.stages``).
     """
-    base = get_base_url(response)
-    found: dict[str, None] = {}
-    if region is None:
-        # the page's own parse (response.selector, shared with the spider), queried in lxml
-        # without a Selector object per link
-        hrefs: list[str] = _HREFS(response.selector.root)  # type: ignore[assignment]
-    else:
-        hrefs = [
-            href
-            for part in response.xpath(region)
-            if not isinstance(part.root, str)  # an element, not text or an attribute
-            for href in part.xpath(
-                "descendant-or-self::a/@href | descendant-or-self::area/@href"
-            ).getall()
-        ]
-    for href in hrefs:
-        url = urljoin(base, href.strip())
-        if not url.startswith(("http://", "https://")):
-            continue
-        path = urlsplit(url).path
-        dot = path.rfind(".")
-        if dot > path.rfind("/") and path[dot:].lower() in _SKIPPED_EXTENSIONS:
-            continue
-        found.setdefault(url, None)
-    return list(found)
+    hrefs = link_targets(response.selector.root, region)
+    return page_link_urls(hrefs, get_base_url(response), SKIPPED_EXTENSIONS)
 
 
 def _header(response: Response, name: str) -> str | None:
@@ -240,6 +215,8 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         # parse()'s source again for each response (0.3 ms a page).
         self._page_callback = self.parse
         self._page_errback = self.on_error
+        #: the stage middleware reads each page's links (see from_crawler), not parse()
+        self.links_later = False
 
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
@@ -276,6 +253,9 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             from knowledge_crawler.frontier import install_frontier
 
             spider.shared_frontier = install_frontier(crawler)
+        spider.links_later = (
+            crawler.settings.getwithbase("SPIDER_MIDDLEWARES").get(STAGE_MIDDLEWARE) is not None
+        )
         # Playwright and Chromium only for a crawl with a source that renders (F-RENDER)
         install_browser(crawler, spider.sources.values())
         return spider
@@ -446,7 +426,14 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             )
         ) and looks_like_html(response.body[:4096])  # not binary or gzip labelled text/html
         extra = self._extra_fields(response) if is_html else {}
-        yield PageItem(
+        follow = (
+            isinstance(response, TextResponse)
+            and is_html
+            and self.mode == "crawl"  # a refresh revalidates what it knows, no more
+            and source.follow_links
+            and depth < source.depth_limit
+        )
+        item = PageItem(
             source_id=source.id,
             url=redirects[0],
             final_url=response.url,
@@ -471,24 +458,38 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             content_selector=self.content_selector if is_html else None,
             extra=extra,
         )
-        if (
-            isinstance(response, TextResponse)
-            and is_html
-            and self.mode == "crawl"  # a refresh revalidates what it knows, no more
-            and source.follow_links
-            and depth < source.depth_limit
-        ):
-            rules = self.link_rules
-            links = page_links(response, rules.region)
-            if rules.region is not None and not links:
-                stats.inc_value("kc/discovery/link_selector_empty")
-            for link in links:
-                if rules.filters and not rules.allows(link):
-                    stats.inc_value("kc/discovery/link_denied")
-                    continue
-                request = self.request_for(source, link, depth + 1)
-                if request is not None:
-                    yield request
+        if follow and self.links_later:
+            # The stage middleware reads the links, from a stage worker's parse of the page
+            # when there is one, and yields their requests right after the page.
+            assert isinstance(response, TextResponse)
+            item.follow = True
+            item.link_region = self.link_rules.region
+            item.encoding = response.encoding
+        yield item
+        if follow and not self.links_later:
+            assert isinstance(response, TextResponse)
+            yield from self.link_requests(
+                source, page_links(response, self.link_rules.region), depth
+            )
+
+    def links_of(self, response: TextResponse, region: str | None = None) -> list[str]:
+        """:func:`page_links` of ``response`` (for the stage middleware)."""
+        return page_links(response, region)
+
+    def link_requests(self, source: Source, links: list[str], depth: int) -> Iterator[Request]:
+        """Requests for the links found on a page at ``depth`` that the spider's rules and
+        the source's scope let through, and that are not seen yet."""
+        stats = self.crawler.stats
+        rules = self.link_rules
+        if rules.region is not None and not links:
+            stats.inc_value("kc/discovery/link_selector_empty")
+        for link in links:
+            if rules.filters and not rules.allows(link):
+                stats.inc_value("kc/discovery/link_denied")
+                continue
+            request = self.request_for(source, link, depth + 1)
+            if request is not None:
+                yield request
 
     def _extra_fields(self, response: Response) -> dict[str, Any]:
         """:meth:`extra_fields` of an HTML page; ``{}`` (counted and logged) if it raises."""

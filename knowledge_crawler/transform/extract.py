@@ -62,7 +62,9 @@ __all__ = [
     "decode_html",
     "extract",
     "extract_selected",
+    "extract_tree",
     "looks_like_html",
+    "parse_page",
     "stored_form",
 ]
 
@@ -165,7 +167,18 @@ def extract(html: str | bytes, *, url: str | None = None) -> Extraction:
     information). Raises :class:`ValueError` only for other input types; junk HTML gives
     an :class:`Extraction` with empty markdown/text.
     """
-    tree = _page_tree(html, "extract")
+    return extract_tree(parse_page(html), url=url)
+
+
+def parse_page(html: str | bytes) -> HtmlElement | None:
+    """The page parsed as :func:`extract` parses it; None for an empty or unparsable one.
+    ``html`` as for :func:`extract`."""
+    return _page_tree(html, "extract")
+
+
+def extract_tree(tree: HtmlElement | None, *, url: str | None = None) -> Extraction:
+    """:func:`extract` of a page already parsed by :func:`parse_page`, which it changes
+    (read anything else from the tree first)."""
     if tree is None:
         return Extraction(None, "", "", (), 0, None)
     title, declared = _page_facts(tree)

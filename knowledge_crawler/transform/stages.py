@@ -15,10 +15,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from typing import Any
+
+from w3lib.html import get_base_url
 
 from knowledge_crawler.transform.canonical import DEFAULT_TRACKING_PARAMS, canonical_url
-from knowledge_crawler.transform.extract import Extraction, extract, extract_selected, stored_form
+from knowledge_crawler.transform.extract import (
+    Extraction,
+    extract_selected,
+    extract_tree,
+    parse_page,
+    stored_form,
+)
 from knowledge_crawler.transform.fingerprint import content_hash
+from knowledge_crawler.transform.links import link_targets, page_link_urls
 from knowledge_crawler.transform.minhash import DEFAULT, MinHashParams, signature, to_bytes
 from knowledge_crawler.transform.passages import DEFAULT_MAX_WORDS, Passage, split_passages
 
@@ -57,6 +67,8 @@ class StageRules:
     tracking_params: frozenset[str] = DEFAULT_TRACKING_PARAMS
     minhash: MinHashParams = DEFAULT
     passage_words: int = DEFAULT_MAX_WORDS
+    #: file extensions (``".jpg"``) whose links are not followed
+    skipped_extensions: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +79,12 @@ class PageInput:
     final_url: str
     html: str
     content_selector: str | None = None
+    #: find the page's links too (from the parse extraction uses), and where: an XPath of
+    #: the parts of the page to take them from, None for the whole page
+    links: bool = False
+    link_region: str | None = None
+    #: the response's encoding, for non-ASCII characters of a ``<base href>``
+    encoding: str = "utf-8"
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,10 +127,17 @@ class Prepared:
     #: why the final URL has no canonical form (stage 3 fails)
     canonical_error: str | None = None
     fingerprint: Fingerprint | None = None
+    #: the page's links, when asked for (``PageInput.links``): absolute, in order, once each
+    links: tuple[str, ...] = ()
 
 
-def extract_page(html: str, url: str, content_selector: str | None = None) -> Extracted:
-    """Stage 1: the main content of ``html``, from ``content_selector`` if it matches text."""
+def extract_page(
+    html: str, url: str, content_selector: str | None = None, *, tree: Any = None
+) -> Extracted:
+    """Stage 1: the main content of ``html``, from ``content_selector`` if it matches text.
+
+    ``tree``: the page already parsed by ``parse_page`` (it is used up); else it is parsed.
+    """
     how = AUTO
     error: str | None = None
     if content_selector is not None:
@@ -125,7 +150,9 @@ def extract_page(html: str, url: str, content_selector: str | None = None) -> Ex
                 return Extracted(selected, SELECTED)
             how = SELECTOR_MISSED
     try:
-        return Extracted(extract(html, url=url), how, error)
+        if tree is None:
+            tree = parse_page(html)
+        return Extracted(extract_tree(tree, url=url), how, error)
     except Exception as exc:  # a parse failure: the pipeline drops the page, counted
         return Extracted(None, how, repr(exc))
 
@@ -168,9 +195,18 @@ def prepare(page: PageInput, rules: StageRules) -> Prepared:
     content is the extracted markdown itself (the same object) when cleaning left it
     as it was.
     """
-    extracted = extract_page(page.html, page.final_url, page.content_selector)
+    tree: Any = None
+    links: tuple[str, ...] = ()
+    if page.links:  # one parse of the page for its links and its content
+        try:
+            tree = parse_page(page.html)
+        except Exception:  # the extraction says why
+            tree = None
+        if tree is not None:
+            links = _links(page, tree, rules)
+    extracted = extract_page(page.html, page.final_url, page.content_selector, tree=tree)
     if extracted.extraction is None:
-        return Prepared(page.final_url, extracted)
+        return Prepared(page.final_url, extracted, links=links)
     e = replace(extracted.extraction, text="")
     extracted = replace(extracted, extraction=e)
     cleaned = clean_page(e.markdown, e.headings, rules.boilerplate)
@@ -179,9 +215,20 @@ def prepare(page: PageInput, rules: StageRules) -> Prepared:
     try:
         key = canonical_page(page.final_url, rules)
     except ValueError as exc:
-        return Prepared(page.final_url, extracted, cleaned, canonical_error=str(exc))
+        return Prepared(page.final_url, extracted, cleaned, canonical_error=str(exc), links=links)
     fingerprint = fingerprint_page(cleaned.content, cleaned.word_count, page.source_id, key, rules)
-    return Prepared(page.final_url, extracted, cleaned, key, None, fingerprint)
+    return Prepared(page.final_url, extracted, cleaned, key, None, fingerprint, links)
+
+
+def _links(page: PageInput, tree: Any, rules: StageRules) -> tuple[str, ...]:
+    """The page's links as the spider finds them (``page_links``): the same targets, made
+    absolute against the same base (``<base href>`` in its first 4 KB, else its URL)."""
+    try:
+        base = get_base_url(page.html[:4096], page.final_url, page.encoding)
+        targets = link_targets(tree, page.link_region)
+        return tuple(page_link_urls(targets, base, rules.skipped_extensions))
+    except Exception:  # an XPath or URL the page makes fail: no links, as an empty page
+        return ()
 
 
 def prepare_batch(pages: list[PageInput], rules: dict[str, StageRules]) -> list[Prepared]:

@@ -9,7 +9,7 @@ import signal
 
 import pytest
 
-from knowledge_crawler.pipelines._pool import StagePool, WorkerCrashed, run_batch, worker_count
+from knowledge_crawler.stage_pool import StagePool, WorkerCrashed, run_batch, worker_count
 from knowledge_crawler.transform.stages import PageInput, Prepared, StageRules, prepare
 from tests.helpers import coroutine_test
 

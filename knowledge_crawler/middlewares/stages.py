@@ -1,0 +1,94 @@
+"""Spider middleware: a page goes to a stage worker as soon as the spider yields it.
+
+The knowledge spider yields each HTML page as a :class:`~knowledge_crawler.items.PageItem`
+and, when this middleware is on, leaves its links to it (``PageItem.follow``). Here the
+page is sent to the crawl's stage workers (``knowledge_crawler.stage_pool``), which
+parse it once for its links and for stages 1-4 of its content, and the links come back
+with the rest: the item leaves with its stages' results (``PageItem.prepared``, which
+the pipelines then take) and is followed by the requests for its links, made by the
+spider's own ``link_requests`` (its rules, the source's scope, the seen pages). So the
+crawl's event loop neither parses pages nor extracts their content. Without workers
+(``KC_STAGE_WORKERS=0``, a source they do not know) the links are read from the
+response here, as the spider would.
+
+It sits closest to the spider (order 950), so that the requests it yields pass
+through Scrapy's own spider middlewares (depth, URL length, referer, offsite) like the
+spider's. Stats: ``kc/stages/links`` (pages whose links a worker read).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, Self
+
+from knowledge_crawler.items import PageItem
+from knowledge_crawler.runtime import Runtime, runtime_for
+from knowledge_crawler.stage_pool import WorkerCrashed
+from knowledge_crawler.transform.stages import PageInput
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+__all__ = ["StageMiddleware"]
+
+logger = logging.getLogger(__name__)
+
+
+class StageMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self._runtime: Runtime | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    @property
+    def runtime(self) -> Runtime:
+        if self._runtime is None:
+            self._runtime = runtime_for(self.crawler)
+        return self._runtime
+
+    async def process_spider_output(
+        self, response: Response, result: AsyncIterator[Any]
+    ) -> AsyncIterator[Any]:
+        async for out in result:
+            if not isinstance(out, PageItem) or out.html is None:
+                yield out
+                continue
+            spider: Any = self.crawler.spider
+            links = await self._prepare(out)
+            yield out
+            if not out.follow:
+                continue
+            if links is None:  # no worker read them
+                links = spider.links_of(response, out.link_region)
+            source = spider.sources[out.source_id]
+            for request in spider.link_requests(source, links, out.depth):
+                yield request
+
+    async def _prepare(self, item: PageItem) -> list[str] | None:
+        """The item's stages from a worker, if there is one; the links it read, if asked."""
+        pool = self.runtime.stage_pool
+        if pool is None or item.source_id not in pool.rules or item.html is None:
+            return None
+        page = PageInput(
+            item.source_id,
+            item.final_url,
+            item.html,
+            item.content_selector,
+            links=item.follow,
+            link_region=item.link_region,
+            encoding=item.encoding,
+        )
+        try:
+            item.prepared = await pool.prepare(page)
+        except WorkerCrashed:
+            # the extract stage sends it once more and drops it, counted and logged
+            return None
+        if item.follow:
+            assert self.crawler.stats is not None
+            self.crawler.stats.inc_value("kc/stages/links")
+        return list(item.prepared.links)
