@@ -23,17 +23,30 @@ needs a browser. On top of scrapy-playwright's handler:
   ``PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER``); a page it was rendering fails with
   ``TargetClosedError``, which scrapy-playwright tries again and then the retry
   middleware retries with backoff. The browser is closed when the crawl ends.
+* No render waits forever on a browser that stopped answering: once a render has its
+  page slot, it must be done within :func:`render_deadline` (twice
+  ``KC_BROWSER_TIMEOUT_SECONDS`` plus :data:`DEADLINE_SLACK_SECONDS`). Playwright's own
+  timeouts run in its driver and do not cover a call the driver never answers (seen when
+  Chromium is killed or stopped mid-render: ``new_page()`` then never returns). A render
+  past its deadline fails with ``TimeoutError`` (retried like any timeout) and the browser
+  is killed, so the next render gets a fresh one. Closing is bounded too
+  (:data:`CLOSE_SECONDS`); past it the browser and the Playwright driver are killed.
 
 Counters: ``kc/render/blocked/<resource type>``, ``kc/safety/refused_private_browser``,
-``kc/render/contexts_recycled``; scrapy-playwright's own ``playwright/...``.
+``kc/render/contexts_recycled``, ``kc/render/deadline_exceeded``, ``kc/render/browsers_killed``,
+``kc/render/close_timeouts``; scrapy-playwright's own ``playwright/...``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
+import os
+import signal
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, Self
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Self
 from weakref import WeakKeyDictionary
 
 from playwright.async_api import Error as PlaywrightError
@@ -53,7 +66,15 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-__all__ = ["BLOCKED_RESOURCES", "CONTEXT_PREFIX", "BrowserDownloadHandler"]
+__all__ = [
+    "BLOCKED_RESOURCES",
+    "CLOSE_SECONDS",
+    "CONTEXT_PREFIX",
+    "DEADLINE_SLACK_SECONDS",
+    "QUEUE_DEADLINES",
+    "BrowserDownloadHandler",
+    "render_deadline",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +82,71 @@ logger = logging.getLogger(__name__)
 BLOCKED_RESOURCES = frozenset({"image", "font", "media"})
 #: names of the contexts this handler opens and recycles: ``kc-0``, ``kc-1``, ...
 CONTEXT_PREFIX = "kc-"
+
+#: added to twice the browser timeout (a navigation, then a wait_for) for a render's deadline
+DEADLINE_SLACK_SECONDS = 10.0
+#: a render waits at most this many deadlines for a page slot (others render meanwhile)
+QUEUE_DEADLINES = 10
+#: how long closing the browser and Playwright may take before both are killed
+CLOSE_SECONDS = 15.0
+
+
+def render_deadline(browser_timeout_seconds: float) -> float:
+    """Seconds a render may take once it has its page slot: a navigation and a wait_for,
+    each bounded by the browser timeout, and the slack for opening, reading and closing."""
+    return 2 * browser_timeout_seconds + DEADLINE_SLACK_SECONDS
+
+
+class _RenderClock:
+    """When the render running in this task got its page slot (None: still waiting)."""
+
+    __slots__ = ("browser", "queued_on", "started")
+
+    def __init__(self) -> None:
+        self.started: float | None = None
+        self.browser: object = None  #: the browser the render's page is opened in
+        self.queued_on: asyncio.Semaphore | None = None  #: the page slots it waits for
+
+
+#: the clock of the render the current task runs; set by ``_download_request``
+_RENDER_CLOCK: contextvars.ContextVar[_RenderClock | None] = contextvars.ContextVar(
+    "kc_render_clock", default=None
+)
+
+
+class _ClockedSemaphore(asyncio.Semaphore):
+    """A context's page slots; taking one starts the deadline of the render that took it,
+    so time spent queued behind other renders never counts against a render."""
+
+    def __init__(self, value: int, handler: object) -> None:
+        super().__init__(value)
+        self._handler = handler
+
+    async def acquire(self) -> Literal[True]:
+        clock = _RENDER_CLOCK.get()
+        if clock is not None:
+            clock.queued_on = self
+        await super().acquire()
+        if clock is not None:
+            clock.queued_on = None
+            clock.started = asyncio.get_running_loop().time()
+            clock.browser = getattr(self._handler, "browser", None)
+        return True
+
+
+def _children(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (Linux /proc; empty elsewhere)."""
+    found: list[int] = []
+    with suppress(OSError):
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            with suppress(OSError, IndexError, ValueError):
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                if int(fields[1]) == pid and fields[0] != "Z":
+                    found.append(int(entry.name))
+    return found
+
 
 #: the handler of each crawler: Scrapy builds one per scheme, and each would start its own
 #: Playwright driver
@@ -83,6 +169,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[m
         self._closed = False
         self._launched = False
         self._launch_lock = asyncio.Lock()
+        self._deadline = render_deadline(config.browser_timeout_seconds)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -92,11 +179,69 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[m
         return handler
 
     async def close(self) -> None:
-        """Close the browser and Playwright once, however many schemes share the handler."""
+        """Close the browser and Playwright once, however many schemes share the handler;
+        kill both if closing takes longer than :data:`CLOSE_SECONDS`."""
         if self._closed:
             return
         self._closed = True
-        await super().close()
+        try:
+            await asyncio.wait_for(super().close(), timeout=CLOSE_SECONDS)
+        except TimeoutError:
+            self.stats.inc_value("kc/render/close_timeouts")
+            logger.warning(
+                "closing the browser took longer than %.0fs: the browser and the Playwright "
+                "driver are killed",
+                CLOSE_SECONDS,
+            )
+            self._kill_browsers()
+            self._kill_driver()
+
+    # -- browsers that stop answering --------------------------------------------------
+
+    def _driver_transport(self) -> Any:
+        """Playwright's pipe to its driver process (Playwright keeps it private: None when
+        the attributes it lives under are not found)."""
+        owner = getattr(self, "browser_provider", self)  # scrapy-playwright >= 0.0.48 or not
+        manager = getattr(owner, "playwright_context_manager", None)
+        return getattr(getattr(manager, "_connection", None), "_transport", None)
+
+    def _driver_pid(self) -> int | None:
+        pid = getattr(getattr(self._driver_transport(), "_proc", None), "pid", None)
+        return pid if isinstance(pid, int) else None
+
+    def _kill_driver(self) -> None:
+        transport = self._driver_transport()
+        lost = getattr(transport, "on_error_future", None)
+        if isinstance(lost, asyncio.Future):  # "connection closed": expected, not reported
+            lost.add_done_callback(_ignore_outcome)
+        driver = self._driver_pid()
+        if driver is not None:
+            with suppress(OSError):
+                os.kill(driver, signal.SIGKILL)
+
+    def _kill_browsers(self) -> int:
+        """Kill the browsers the driver launched (each leads its own process group, so its
+        renderers and helpers go with it); the driver notices, and the next render launches
+        a fresh browser. Returns how many were killed."""
+        driver = self._driver_pid()
+        if driver is None:
+            return 0
+        killed = 0
+        for pid in _children(driver):
+            with suppress(OSError):
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except OSError:
+                    os.kill(pid, signal.SIGKILL)
+                killed += 1
+        self.stats.inc_value("kc/render/browsers_killed", killed)
+        return killed
+
+    async def _create_browser_context(self, *args: Any, **kwargs: Any) -> Any:
+        wrapper = await super()._create_browser_context(*args, **kwargs)
+        if type(wrapper.semaphore) is asyncio.Semaphore:
+            wrapper.semaphore = _ClockedSemaphore(self.config.max_pages_per_context, self)
+        return wrapper
 
     # -- resource discipline -----------------------------------------------------------
 
@@ -146,10 +291,76 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[m
         if name is None or str(name).startswith(CONTEXT_PREFIX):  # not a context of the user's
             request.meta["playwright_context"] = self._context_name()
         try:
-            response: Response = await super()._download_request(request, spider)
-            return response
+            return await self._render_within_deadline(request, spider)
         finally:
             await self._close_idle_contexts()
+
+    async def _render_within_deadline(self, request: Request, spider: Spider | None) -> Response:
+        """scrapy-playwright's render, given up (and the browser killed) when it has had its
+        page slot for longer than the deadline. A render queued for the page slots of a
+        context that is gone (its browser died with pages that never closed, so their slots
+        are never given back) starts again in the context that replaces it."""
+        clock, render = self._start_render(request, spider)
+        loop = asyncio.get_running_loop()
+        # a long stop for the wait for a slot, whatever holds it up
+        queue_deadline = loop.time() + QUEUE_DEADLINES * self._deadline
+        try:
+            while True:
+                if clock.started is None:
+                    wait = 1.0  # queued for a page slot: no deadline yet
+                    if loop.time() > queue_deadline:
+                        render.cancel()
+                        render.add_done_callback(_ignore_outcome)
+                        self.stats.inc_value("kc/render/queue_deadline_exceeded")
+                        waited = QUEUE_DEADLINES * self._deadline
+                        raise TimeoutError(f"no page slot in the browser within {waited:.0f}s")
+                    if clock.queued_on is not None and not self._slots_live(clock.queued_on):
+                        render.cancel()  # it holds nothing yet: no page, no slot
+                        render.add_done_callback(_ignore_outcome)
+                        self.stats.inc_value("kc/render/requeued")
+                        clock, render = self._start_render(request, spider)
+                        continue
+                else:
+                    wait = clock.started + self._deadline - loop.time()
+                    if wait <= 0:
+                        break
+                done, _ = await asyncio.wait({render}, timeout=wait)
+                if done:
+                    response: Response = render.result()
+                    return response
+        except asyncio.CancelledError:
+            render.cancel()
+            raise
+        # the browser does not answer: leave the render to die with it (a cancelled render
+        # would try to close its page, on the same browser)
+        render.add_done_callback(_ignore_outcome)
+        self.stats.inc_value("kc/render/deadline_exceeded")
+        # a browser launched since this render began is not the one that stopped answering
+        current = getattr(self, "browser", None)
+        killed = self._kill_browsers() if current is not None and current is clock.browser else 0
+        logger.warning(
+            "render of %s had no answer from the browser within %.0fs: %s",
+            request.url,
+            self._deadline,
+            "the browser is killed and started again" if killed else "its browser is gone",
+        )
+        raise TimeoutError(f"the browser gave no answer within {self._deadline:.0f}s")
+
+    def _start_render(
+        self, request: Request, spider: Spider | None
+    ) -> tuple[_RenderClock, asyncio.Future[Response]]:
+        clock = _RenderClock()
+        token = _RENDER_CLOCK.set(clock)
+        try:  # the task copies the context, clock and all
+            render = asyncio.ensure_future(super()._download_request(request, spider))
+        finally:
+            _RENDER_CLOCK.reset(token)
+        return clock, render
+
+    def _slots_live(self, slots: asyncio.Semaphore) -> bool:
+        """Whether ``slots`` are the page slots of a context still open."""
+        wrappers: dict[str, Any] = self.context_wrappers
+        return any(wrapper.semaphore is slots for wrapper in wrappers.values())
 
     async def _close_idle_contexts(self) -> None:
         """Close the replaced contexts that have no page open any more."""
@@ -162,3 +373,9 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[m
             with suppress(PlaywrightError):
                 await wrapper.context.close()
             self.stats.inc_value("kc/render/contexts_recycled")
+
+
+def _ignore_outcome(task: asyncio.Future[Any]) -> None:
+    """Retrieve a given-up render's outcome so asyncio does not report it as lost."""
+    if not task.cancelled():
+        task.exception()

@@ -9,6 +9,7 @@ what the page's script builds (``TestSite.js_expected``), word for word.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from pathlib import Path
@@ -212,6 +213,29 @@ async def test_a_host_where_rendering_helped_sends_new_pages_straight_to_the_bro
             assert_rendered(page(db_url, site, f"/js/{kind}/{i}")["content"], site.js_expected(i))
 
 
+async def signal_browser_once_rendering(
+    before: dict[int, str], sig: signal.Signals, sent: list[int]
+) -> None:
+    """Send ``sig`` to the first browser started after ``before`` (not a renderer or helper),
+    a second after it appears, so that some pages are mid-render."""
+    while not sent:
+        await asyncio.sleep(0.05)
+        fresh = [
+            pid
+            for pid, cmd in chromium_processes().items()
+            if pid not in before
+            and "/chromium" in cmd
+            and "--type=" not in cmd
+            and "crashpad" not in cmd
+        ]
+        if fresh:
+            await asyncio.sleep(1.0)  # let some pages start
+            for pid in fresh:
+                with contextlib.suppress(ProcessLookupError):  # a launcher's subshell, gone
+                    os.kill(pid, sig)
+                    sent.append(pid)
+
+
 @coroutine_test
 async def test_a_killed_browser_is_started_again_and_the_crawl_completes(
     site: TestSite, db_url: str, tmp_path: Path
@@ -220,29 +244,16 @@ async def test_a_killed_browser_is_started_again_and_the_crawl_completes(
     site.slow("/js/data/", 0.4)  # pages stay mid-render long enough to be killed
     paths = [f"/js/fetch/{i}" for i in range(12)]
     killed: list[int] = []
-
-    async def kill_browser_once_rendering() -> None:
-        while not killed:
-            await asyncio.sleep(0.05)
-            fresh = {
-                pid: cmd
-                for pid, cmd in chromium_processes().items()
-                if pid not in before
-                and "/chromium" in cmd
-                and "--type=" not in cmd  # the browser, not a renderer or helper
-                and "crashpad" not in cmd
-            }
-            if fresh:
-                await asyncio.sleep(1.0)  # let some pages start
-                for pid in fresh:
-                    os.kill(pid, signal.SIGKILL)
-                    killed.append(pid)
-
-    killer = asyncio.ensure_future(kill_browser_once_rendering())
+    killer = asyncio.ensure_future(signal_browser_once_rendering(before, signal.SIGKILL, killed))
     try:
         crawler = await run_crawl(
             db_url,
-            settings={"KC_RETRY_BASE_SECONDS": 0.2, "KC_RETRY_MAX_SECONDS": 0.5},
+            # a render caught in the kill may never be answered: its deadline is 2*4+10 s
+            settings={
+                "KC_RETRY_BASE_SECONDS": 0.2,
+                "KC_RETRY_MAX_SECONDS": 0.5,
+                "KC_BROWSER_TIMEOUT_SECONDS": 4,
+            },
             seeds=seeds(tmp_path, site, render="playwright", paths=paths, wait_for="networkidle"),
         )
     finally:
@@ -253,6 +264,93 @@ async def test_a_killed_browser_is_started_again_and_the_crawl_completes(
     for i, path in enumerate(paths):
         assert_rendered(page(db_url, site, path)["content"], site.js_expected(i))
     assert last_run(db_url)["outcome"] == "finished"
+    assert chromium_processes().keys() <= before.keys()
+
+
+@coroutine_test
+async def test_a_browser_that_stops_answering_is_killed_and_the_crawl_completes(
+    site: TestSite, db_url: str, tmp_path: Path
+) -> None:
+    """A stopped Chromium answers nothing, not even new_page(), which has no timeout of
+    its own: each render's deadline gives up on it, the browser is killed and a new one
+    renders the retried pages."""
+    before = chromium_processes()
+    site.slow("/js/data/", 0.4)
+    paths = [f"/js/fetch/{i}" for i in range(6)]
+    stopped: list[int] = []
+    stopper = asyncio.ensure_future(signal_browser_once_rendering(before, signal.SIGSTOP, stopped))
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    try:
+        crawler = await run_crawl(
+            db_url,
+            settings={
+                "KC_RETRY_BASE_SECONDS": 0.2,
+                "KC_RETRY_MAX_SECONDS": 0.5,
+                "KC_RETRY_MAX_ATTEMPTS": 6,
+                "KC_BROWSER_TIMEOUT_SECONDS": 2,  # a render's deadline: 2*2+10 s
+            },
+            seeds=seeds(tmp_path, site, render="playwright", paths=paths, wait_for="networkidle"),
+        )
+    finally:
+        stopper.cancel()
+        for pid in stopped:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+    assert stopped, "the browser was never seen running"
+    stats = crawler.stats.get_stats()
+    assert stats["kc/render/deadline_exceeded"] >= 1
+    assert stats["kc/render/browsers_killed"] >= 1
+    assert stats["playwright/browser_count"] >= 2
+    for i, path in enumerate(paths):
+        assert_rendered(page(db_url, site, path)["content"], site.js_expected(i))
+    assert query(db_url, "SELECT * FROM fetch_attempts WHERE dead_lettered_at IS NOT NULL") == []
+    assert last_run(db_url)["outcome"] == "finished"
+    assert loop.time() - started < 120  # bounded by the deadline, not by luck
+    assert chromium_processes().keys() <= before.keys()
+
+
+@coroutine_test
+async def test_closing_a_browser_that_does_not_answer_kills_it(
+    site: TestSite, db_url: str, tmp_path: Path
+) -> None:
+    """The crawl's last page is rendered, then the browser stops: closing it cannot hang
+    the crawl's end, and nothing of it is left running."""
+    from scrapy import signals
+
+    before = chromium_processes()
+    stopped: list[int] = []
+
+    def stop_browsers(spider: Any, reason: str) -> None:
+        for pid, cmd in chromium_processes().items():
+            if pid not in before and "/chromium" in cmd and "--type=" not in cmd:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGSTOP)
+                    stopped.append(pid)
+
+    from scrapy.crawler import AsyncCrawlerRunner
+
+    from knowledge_crawler.spiders.knowledge import KnowledgeSpider
+    from tests.helpers import crawl_settings
+
+    runner = AsyncCrawlerRunner(crawl_settings(db_url))
+    crawler = runner.create_crawler(KnowledgeSpider)
+    crawler.signals.connect(stop_browsers, signal=signals.spider_closed)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    try:
+        await crawler.crawl_async(
+            seeds=seeds(tmp_path, site, render="playwright", paths=["/js/inline/1"])
+        )
+    finally:
+        for pid in stopped:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+    assert stopped, "no browser was running at the end"
+    assert_rendered(page(db_url, site, "/js/inline/1")["content"], site.js_expected(1))
+    assert crawler.stats.get_value("kc/render/close_timeouts") == 1
+    assert loop.time() - started < 60
+    await asyncio.sleep(0.5)  # the killed processes are reaped
     assert chromium_processes().keys() <= before.keys()
 
 
