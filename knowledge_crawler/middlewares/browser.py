@@ -134,8 +134,9 @@ class _ClockedSemaphore(asyncio.Semaphore):
         return True
 
 
-def _children(pid: int) -> list[int]:
-    """The live child processes of ``pid`` (Linux /proc; empty elsewhere)."""
+def _children(pid: int, command_has: bytes = b"") -> list[int]:
+    """The live child processes of ``pid`` whose command line holds ``command_has``
+    (Linux /proc; empty elsewhere)."""
     found: list[int] = []
     with suppress(OSError):
         for entry in Path("/proc").iterdir():
@@ -143,9 +144,17 @@ def _children(pid: int) -> list[int]:
                 continue
             with suppress(OSError, IndexError, ValueError):
                 fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-                if int(fields[1]) == pid and fields[0] != "Z":
-                    found.append(int(entry.name))
+                if int(fields[1]) != pid or fields[0] == "Z":
+                    continue
+                if command_has and command_has not in (entry / "cmdline").read_bytes():
+                    continue
+                found.append(int(entry.name))
     return found
+
+
+def _drivers() -> set[int]:
+    """The Playwright drivers this process runs."""
+    return set(_children(os.getpid(), b"run-driver"))
 
 
 #: the handler of each crawler: Scrapy builds one per scheme, and each would start its own
@@ -170,6 +179,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[m
         self._launched = False
         self._launch_lock = asyncio.Lock()
         self._deadline = render_deadline(config.browser_timeout_seconds)
+        self._driver: int | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -198,22 +208,11 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[m
 
     # -- browsers that stop answering --------------------------------------------------
 
-    def _driver_transport(self) -> Any:
-        """Playwright's pipe to its driver process (Playwright keeps it private: None when
-        the attributes it lives under are not found)."""
-        owner = getattr(self, "browser_provider", self)  # scrapy-playwright >= 0.0.48 or not
-        manager = getattr(owner, "playwright_context_manager", None)
-        return getattr(getattr(manager, "_connection", None), "_transport", None)
-
     def _driver_pid(self) -> int | None:
-        pid = getattr(getattr(self._driver_transport(), "_proc", None), "pid", None)
-        return pid if isinstance(pid, int) else None
+        """The Playwright driver this handler started (None before it starts)."""
+        return self._driver
 
     def _kill_driver(self) -> None:
-        transport = self._driver_transport()
-        lost = getattr(transport, "on_error_future", None)
-        if isinstance(lost, asyncio.Future):  # "connection closed": expected, not reported
-            lost.add_done_callback(_ignore_outcome)
         driver = self._driver_pid()
         if driver is not None:
             with suppress(OSError):
@@ -285,7 +284,10 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[m
         if not self._launched:
             async with self._launch_lock:
                 if not self._launched:
+                    others = _drivers()
                     await self._launch()  # the Playwright driver; the browser comes later
+                    ours = _drivers() - others  # Playwright keeps its driver's pid private
+                    self._driver = ours.pop() if len(ours) == 1 else None
                     self._launched = True
         name = request.meta.get("playwright_context")
         if name is None or str(name).startswith(CONTEXT_PREFIX):  # not a context of the user's
