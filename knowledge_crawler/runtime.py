@@ -14,6 +14,7 @@ handle; none of them owns its lifecycle.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import logging
@@ -45,6 +46,7 @@ __all__ = [
     "Runtime",
     "check_database",
     "check_signatures",
+    "child_processes",
     "minhash_params_from",
     "pid_alive",
     "retry_transient",
@@ -132,6 +134,24 @@ def pid_alive(pid: int) -> bool:
     except OSError:
         return True  # no /proc: trust kill()
     return stat.rpartition(")")[2].split()[:1] != ["Z"]
+
+
+def child_processes(pid: int, command_has: bytes = b"") -> list[int]:
+    """The live child processes of ``pid`` whose command line holds ``command_has``
+    (from /proc; empty where there is none)."""
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                fields = (entry / "stat").read_text().rpartition(")")[2].split()
+                if int(fields[1]) != pid or fields[0] == "Z":
+                    continue
+                if command_has and command_has not in (entry / "cmdline").read_bytes():
+                    continue
+                found.append(int(entry.name))
+    return found
 
 
 async def retry_transient(call: Callable[[], T], *, seconds: float, what: str) -> T:

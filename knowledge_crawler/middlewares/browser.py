@@ -34,7 +34,8 @@ needs a browser. On top of scrapy-playwright's handler:
 
 Counters: ``kc/render/blocked/<resource type>``, ``kc/safety/refused_private_browser``,
 ``kc/render/contexts_recycled``, ``kc/render/deadline_exceeded``, ``kc/render/browsers_killed``,
-``kc/render/close_timeouts``; scrapy-playwright's own ``playwright/...``.
+``kc/render/requeued``, ``kc/render/queue_deadline_exceeded``, ``kc/render/close_timeouts``;
+scrapy-playwright's own ``playwright/...``.
 """
 
 from __future__ import annotations
@@ -45,7 +46,6 @@ import logging
 import os
 import signal
 from contextlib import suppress
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Self
 from weakref import WeakKeyDictionary
 
@@ -58,6 +58,7 @@ from knowledge_crawler.middlewares.resolver import (
     crawl_sources,
     own_hosts,
 )
+from knowledge_crawler.runtime import child_processes
 from knowledge_crawler.transform.addresses import host_key, private_host_reason, url_host
 
 if TYPE_CHECKING:
@@ -134,27 +135,9 @@ class _ClockedSemaphore(asyncio.Semaphore):
         return True
 
 
-def _children(pid: int, command_has: bytes = b"") -> list[int]:
-    """The live child processes of ``pid`` whose command line holds ``command_has``
-    (Linux /proc; empty elsewhere)."""
-    found: list[int] = []
-    with suppress(OSError):
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            with suppress(OSError, IndexError, ValueError):
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-                if int(fields[1]) != pid or fields[0] == "Z":
-                    continue
-                if command_has and command_has not in (entry / "cmdline").read_bytes():
-                    continue
-                found.append(int(entry.name))
-    return found
-
-
 def _drivers() -> set[int]:
     """The Playwright drivers this process runs."""
-    return set(_children(os.getpid(), b"run-driver"))
+    return set(child_processes(os.getpid(), b"run-driver"))
 
 
 #: the handler of each crawler: Scrapy builds one per scheme, and each would start its own
@@ -179,7 +162,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[m
         self._launched = False
         self._launch_lock = asyncio.Lock()
         self._deadline = render_deadline(config.browser_timeout_seconds)
-        self._driver: int | None = None
+        self._driver: int | None = None  #: the Playwright driver's pid, once it runs
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -208,25 +191,19 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[m
 
     # -- browsers that stop answering --------------------------------------------------
 
-    def _driver_pid(self) -> int | None:
-        """The Playwright driver this handler started (None before it starts)."""
-        return self._driver
-
     def _kill_driver(self) -> None:
-        driver = self._driver_pid()
-        if driver is not None:
+        if self._driver is not None:
             with suppress(OSError):
-                os.kill(driver, signal.SIGKILL)
+                os.kill(self._driver, signal.SIGKILL)
 
     def _kill_browsers(self) -> int:
         """Kill the browsers the driver launched (each leads its own process group, so its
         renderers and helpers go with it); the driver notices, and the next render launches
         a fresh browser. Returns how many were killed."""
-        driver = self._driver_pid()
-        if driver is None:
+        if self._driver is None:
             return 0
         killed = 0
-        for pid in _children(driver):
+        for pid in child_processes(self._driver):
             with suppress(OSError):
                 try:
                     os.killpg(pid, signal.SIGKILL)
@@ -311,14 +288,12 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[m
                 if clock.started is None:
                     wait = 1.0  # queued for a page slot: no deadline yet
                     if loop.time() > queue_deadline:
-                        render.cancel()
-                        render.add_done_callback(_ignore_outcome)
+                        _abandon(render, cancel=True)
                         self.stats.inc_value("kc/render/queue_deadline_exceeded")
                         waited = QUEUE_DEADLINES * self._deadline
                         raise TimeoutError(f"no page slot in the browser within {waited:.0f}s")
                     if clock.queued_on is not None and not self._slots_live(clock.queued_on):
-                        render.cancel()  # it holds nothing yet: no page, no slot
-                        render.add_done_callback(_ignore_outcome)
+                        _abandon(render, cancel=True)  # it holds nothing yet: no page, no slot
                         self.stats.inc_value("kc/render/requeued")
                         clock, render = self._start_render(request, spider)
                         continue
@@ -335,7 +310,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[m
             raise
         # the browser does not answer: leave the render to die with it (a cancelled render
         # would try to close its page, on the same browser)
-        render.add_done_callback(_ignore_outcome)
+        _abandon(render, cancel=False)
         self.stats.inc_value("kc/render/deadline_exceeded")
         # a browser launched since this render began is not the one that stopped answering
         current = getattr(self, "browser", None)
@@ -377,7 +352,14 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[m
             self.stats.inc_value("kc/render/contexts_recycled")
 
 
-def _ignore_outcome(task: asyncio.Future[Any]) -> None:
-    """Retrieve a given-up render's outcome so asyncio does not report it as lost."""
+def _abandon(render: asyncio.Future[Any], *, cancel: bool) -> None:
+    """Give up on ``render`` (cancelled, or left to end with its browser); its outcome is
+    retrieved when it comes, so asyncio does not report it as lost."""
+    if cancel:
+        render.cancel()
+    render.add_done_callback(_retrieve_outcome)
+
+
+def _retrieve_outcome(task: asyncio.Future[Any]) -> None:
     if not task.cancelled():
         task.exception()

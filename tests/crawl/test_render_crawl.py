@@ -213,21 +213,30 @@ async def test_a_host_where_rendering_helped_sends_new_pages_straight_to_the_bro
             assert_rendered(page(db_url, site, f"/js/{kind}/{i}")["content"], site.js_expected(i))
 
 
+#: retries fast enough for a test, through a browser killed or stopped mid-render
+FAST_RETRY = {"KC_RETRY_BASE_SECONDS": 0.2, "KC_RETRY_MAX_SECONDS": 0.5}
+
+
+def new_browsers(before: dict[int, str]) -> list[int]:
+    """Browsers started since ``before`` (not their renderers, helpers or crash handlers)."""
+    return [
+        pid
+        for pid, cmd in chromium_processes().items()
+        if pid not in before
+        and "/chromium" in cmd
+        and "--type=" not in cmd
+        and "crashpad" not in cmd
+    ]
+
+
 async def signal_browser_once_rendering(
     before: dict[int, str], sig: signal.Signals, sent: list[int]
 ) -> None:
-    """Send ``sig`` to the first browser started after ``before`` (not a renderer or helper),
-    a second after it appears, so that some pages are mid-render."""
+    """Send ``sig`` to the first browser started after ``before``, a second after it
+    appears, so that some pages are mid-render."""
     while not sent:
         await asyncio.sleep(0.05)
-        fresh = [
-            pid
-            for pid, cmd in chromium_processes().items()
-            if pid not in before
-            and "/chromium" in cmd
-            and "--type=" not in cmd
-            and "crashpad" not in cmd
-        ]
+        fresh = new_browsers(before)
         if fresh:
             await asyncio.sleep(1.0)  # let some pages start
             for pid in fresh:
@@ -249,11 +258,7 @@ async def test_a_killed_browser_is_started_again_and_the_crawl_completes(
         crawler = await run_crawl(
             db_url,
             # a render caught in the kill may never be answered: its deadline is 2*4+10 s
-            settings={
-                "KC_RETRY_BASE_SECONDS": 0.2,
-                "KC_RETRY_MAX_SECONDS": 0.5,
-                "KC_BROWSER_TIMEOUT_SECONDS": 4,
-            },
+            settings={**FAST_RETRY, "KC_BROWSER_TIMEOUT_SECONDS": 4},
             seeds=seeds(tmp_path, site, render="playwright", paths=paths, wait_for="networkidle"),
         )
     finally:
@@ -285,8 +290,7 @@ async def test_a_browser_that_stops_answering_is_killed_and_the_crawl_completes(
         crawler = await run_crawl(
             db_url,
             settings={
-                "KC_RETRY_BASE_SECONDS": 0.2,
-                "KC_RETRY_MAX_SECONDS": 0.5,
+                **FAST_RETRY,
                 "KC_RETRY_MAX_ATTEMPTS": 6,
                 "KC_BROWSER_TIMEOUT_SECONDS": 2,  # a render's deadline: 2*2+10 s
             },
@@ -322,11 +326,10 @@ async def test_closing_a_browser_that_does_not_answer_kills_it(
     stopped: list[int] = []
 
     def stop_browsers(spider: Any, reason: str) -> None:
-        for pid, cmd in chromium_processes().items():
-            if pid not in before and "/chromium" in cmd and "--type=" not in cmd:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGSTOP)
-                    stopped.append(pid)
+        for pid in new_browsers(before):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+                stopped.append(pid)
 
     from scrapy.crawler import AsyncCrawlerRunner
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from knowledge_crawler import runtime
-from knowledge_crawler.runtime import pid_alive, run_outcome
+from knowledge_crawler.runtime import child_processes, pid_alive, run_outcome
 
 
 @pytest.mark.parametrize(
@@ -40,6 +40,22 @@ def test_pid_alive() -> None:
     gone.wait()
     assert not pid_alive(gone.pid)
     assert not pid_alive(0) and not pid_alive(-1)
+
+
+def test_child_processes_are_the_live_children_whose_command_matches() -> None:
+    sleeper = subprocess.Popen(["sleep", "30"])
+    other = subprocess.Popen(["sleep", "31"])
+    try:
+        assert {sleeper.pid, other.pid} <= set(child_processes(os.getpid()))
+        assert sleeper.pid in child_processes(os.getpid(), b"30")
+        assert other.pid not in child_processes(os.getpid(), b"30")
+        assert child_processes(sleeper.pid) == []
+    finally:
+        sleeper.kill()
+        other.kill()
+        sleeper.wait()
+        other.wait()
+    assert sleeper.pid not in child_processes(os.getpid())
 
 
 def test_pid_alive_counts_a_zombie_as_gone() -> None:
