@@ -12,5 +12,8 @@ WS_RE = re.compile(r"\s+")
 
 
 def norm(text: str | None) -> str:
-    """Whitespace runs collapsed to one space, ends stripped; ``None`` gives ``""``."""
-    return WS_RE.sub(" ", text or "").strip()
+    """Whitespace runs collapsed to one space, ends stripped; ``None`` gives ``""``.
+
+    ``str.split()`` splits at exactly the characters ``WS_RE`` matches (``str.isspace``).
+    """
+    return " ".join(text.split()) if text else ""

@@ -126,7 +126,6 @@ _FENCE_OPEN = re.compile(r"[ \u00a0]{0,3}(`{3,}|~{3,})(.*)")
 _FENCE_CLOSE = re.compile(r"[ \u00a0]{0,3}(`{3,}|~{3,})\s*")
 _LIST_MARKER = re.compile(r"[ \t]*(?:(?:#{1,6}|[-*+]|\d{1,9}[.)])[ \t]+|>[ \t]?)*")
 _SPACES = re.compile(r" {2,}")
-_WS = re.compile(r"\s+")
 _WORD = re.compile(r"\w+")
 #: Leftover removal can expose new leftovers ("<scr<style></style>ipt>"); bounded.
 _MAX_LEFTOVER_ROUNDS = 8
@@ -258,8 +257,7 @@ def _banner(lines: list[str]) -> bool:
     """Whether these lines (one block or one line) are one standalone banner."""
     if any(_is_table_row(line) for line in lines):
         return False
-    view = _WS.sub(" ", " ".join(_LIST_MARKER.sub("", line, count=1) for line in lines))
-    view = view.strip()
+    view = " ".join(" ".join(_LIST_MARKER.sub("", line, count=1) for line in lines).split())
     if not view or _more_words_than(view, BANNER_MAX_WORDS):
         return False
     return _ANY_BANNER.fullmatch(view) is not None

@@ -7,16 +7,17 @@ Pure module. The MinHash signature for near duplicates lives in
 from __future__ import annotations
 
 import hashlib
-import re
 
 __all__ = ["content_hash", "normalize_for_hash"]
 
-_WS = re.compile(r"\s+")
-
 
 def normalize_for_hash(text: str) -> str:
-    """Whitespace collapsed, trimmed and lower-cased: what the hash is taken over."""
-    return _WS.sub(" ", text).strip().lower()
+    """Whitespace collapsed, trimmed and lower-cased: what the hash is taken over.
+
+    ``str.split()`` splits at the characters ``\\s`` matches (``str.isspace``), so this is
+    ``re.sub(r"\\s+", " ", text).strip()``, a few times faster.
+    """
+    return " ".join(text.split()).lower()
 
 
 def content_hash(text: str) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -89,3 +91,21 @@ def test_hash_ignores_whitespace(text: str, ws: str) -> None:
 @given(st.text(alphabet=st.characters(max_codepoint=127)))
 def test_hash_ignores_ascii_case(text: str) -> None:
     assert content_hash(text.upper()) == content_hash(text.lower())
+
+
+def _regex_form(text: str) -> str:
+    """What the hash was first taken over: a regex collapsing whitespace runs."""
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+@given(st.text())
+def test_the_hashed_form_is_the_regex_form(text: str) -> None:
+    # Stored hashes must compare equal across versions: the faster split/join form
+    # collapses exactly the characters the regex did.
+    assert normalize_for_hash(text) == _regex_form(text)
+
+
+def test_every_whitespace_character_collapses_as_the_regex_did() -> None:
+    for code in range(0x110000):
+        text = f"a{chr(code)}{chr(code)}b "
+        assert normalize_for_hash(text) == _regex_form(text), hex(code)
