@@ -93,6 +93,7 @@ class ExtractPipeline(KcPipeline):
             self.inc("stages/pages", self.pool.pages)
             self.inc("stages/restarts", self.pool.restarts)
             self.inc("stages/worker_cpu_ms", round(1000 * self.pool.worker_cpu))
+            self.stats.set_value("kc/stages/pipes_widened", self.pool.pipes_widened)
 
     def process_page(self, item: PageItem) -> Any:
         if item.html is None:

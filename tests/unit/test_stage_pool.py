@@ -6,11 +6,25 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
 
 import pytest
 
-from knowledge_crawler.stage_pool import StagePool, WorkerCrashed, run_batch, worker_count
-from knowledge_crawler.transform.stages import PageInput, Prepared, StageRules, prepare
+from knowledge_crawler.stage_pool import (
+    MAX_BATCH_BYTES,
+    PIPE_BYTES,
+    StagePool,
+    WorkerCrashed,
+    run_batch,
+    worker_count,
+)
+from knowledge_crawler.transform.stages import (
+    Extracted,
+    PageInput,
+    Prepared,
+    StageRules,
+    prepare,
+)
 from tests.helpers import coroutine_test
 
 RULES = {"s": StageRules(boilerplate=())}
@@ -90,3 +104,42 @@ async def test_a_closed_pool_takes_no_more_pages() -> None:
     await pool.close()
     with pytest.raises(RuntimeError, match="closed"):
         await pool.prepare(page(1))
+
+
+def sizes(pages: list[PageInput]) -> tuple[list[Prepared], float]:
+    """What the worker got: one result a page whose error names the batch's size."""
+    return [Prepared(p.final_url, Extracted(None, error=str(len(pages)))) for p in pages], 0.0
+
+
+@coroutine_test
+async def test_a_batch_holds_at_most_max_batch_bytes_of_html_but_one_page_always_goes() -> None:
+    # Batches travel through a pipe: one larger than the pipe is passed piece by piece by
+    # the crawl process's threads while the worker waits.
+    big = PageInput("s", "https://example.com/big", "x" * (MAX_BATCH_BYTES + 1))
+    pages = [page(n, "y" * (MAX_BATCH_BYTES // 4)) for n in range(12)]
+    pool = StagePool(1, RULES, work=sizes)
+    try:
+        got = await asyncio.gather(*(pool.prepare(p) for p in [big, *pages]))
+    finally:
+        await pool.close()
+    batch_sizes = [int(r.extracted.error or 0) for r in got]
+    assert batch_sizes[0] == 1  # a page larger than the bound goes alone, it is not stuck
+    assert max(batch_sizes[1:]) <= 3  # 4 pages of a quarter each would be over the bound
+    assert [r.final_url for r in got] == [p.final_url for p in [big, *pages]]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pipe sizes are Linux's")
+@coroutine_test
+async def test_the_pipes_to_the_workers_are_widened_on_linux() -> None:
+    import fcntl
+
+    pool = StagePool(1, RULES)
+    try:
+        await pool.prepare(page(1))
+        executor = pool._executor
+        assert pool.pipes_widened == 2
+        for queue in (executor._call_queue, executor._result_queue):  # type: ignore[union-attr]
+            size = fcntl.fcntl(queue._reader.fileno(), fcntl.F_GETPIPE_SZ)
+            assert size >= PIPE_BYTES
+    finally:
+        await pool.close()
