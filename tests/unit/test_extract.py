@@ -478,3 +478,32 @@ def test_a_newline_in_the_html_source_is_whitespace_and_br_is_a_line_break() -> 
     markdown = extract(html).markdown
     assert "This paragraph was wrapped by the editor at seventy columns, as many are." in markdown
     assert "A poem keeps\nits line breaks\nwhere the author put them." in markdown
+
+
+FORUM_LD = (
+    '{"@context": "https://schema.org", "@type": "DiscussionForumPosting", '
+    '"headline": "Tuning the carburettor"}'
+)
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        "",
+        f'<script type="application/ld+json">{FORUM_LD}</script>',
+        '<script type="application/ld+json">{"@type": "NewsArticle"}</script>',
+        f"<script>{FORUM_LD}</script>",  # not JSON-LD
+        '<script type="application/ld+json"></script>',
+    ],
+)
+def test_trafilatura_forum_check_is_replaced_by_an_equal_one(head: str) -> None:
+    import trafilatura.core as core
+    from lxml import html
+
+    extract("<html><body><p>warm up</p></body></html>")
+    fast = core._forum_thread_page
+    assert getattr(fast, "_kc_fast", False), "trafilatura's internals changed: see extract.py"
+    page = f"<html><head>{head}</head><body><div><p>Post one</p>{head}</div></body></html>"
+    tree = html.fromstring(page)
+    assert fast(tree) == fast.__wrapped__(tree)
+    assert fast(tree) == ("DiscussionForumPosting" in head and "ld+json" in head)
