@@ -28,6 +28,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any, Self
 
 import scrapy
+from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Request, Response, TextResponse
@@ -133,11 +134,20 @@ def _enabled(settings: BaseSettings, name: str) -> bool:
     return bool(settings.getdict(name)) if name == "FEEDS" else settings.getbool(name)
 
 
-@functools.lru_cache(maxsize=65_536)
-def _link_key(url: str, keep_params: frozenset[str], tracking_params: frozenset[str]) -> str | None:
-    """Canonical URL of a discovered link, memoised: navigation links repeat on every page."""
+#: links whose scope and canonical URL a spider remembers (navigation links repeat on
+#: every page); about 18 MiB when full of 80-character URLs
+LINK_MEMO = 65_536
+
+
+def scoped_key(source: Source, url: str) -> str | None:
+    """The canonical URL of a link of ``source``; None when it is out of the source's
+    scope or has none."""
+    if not source.in_scope(url):
+        return None
     try:
-        return canonical_url(url, keep_params=keep_params, tracking_params=tracking_params)
+        return canonical_url(
+            url, keep_params=source.keep_params, tracking_params=source.tracking_params
+        )
     except ValueError:
         return None
 
@@ -207,6 +217,8 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         self._slots: dict[str, str] = {}  # source id -> its own download slot
         self.sources: dict[str, Source] = {s.id: s for s in check_arguments(args)}
         self._seen: dict[str, set[str]] = {sid: set() for sid in self.sources}
+        #: scoped_key of (source id, link), memoised: one lookup for a link seen before
+        self._link_key = functools.lru_cache(maxsize=LINK_MEMO)(self._scoped_key)
         #: several processes crawl together (KC_REDIS_URL): page requests go through the
         #: shared dupefilter, which also keeps the sources' max_pages budgets
         self.shared_frontier = False
@@ -258,7 +270,39 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         )
         # Playwright and Chromium only for a crawl with a source that renders (F-RENDER)
         install_browser(crawler, spider.sources.values())
+        crawler.signals.connect(spider._skip_unlogged_records, signal=signals.spider_opened)
+        crawler.signals.connect(spider._restore_root_level, signal=signals.spider_closed)
         return spider
+
+    #: loggers whose level the crawl raised (see _skip_unlogged_records), with their own
+    _raised_loggers: list[tuple[logging.Logger, int]] = []
+
+    def _skip_unlogged_records(self) -> None:
+        """Raise the root and ``scrapy`` loggers to the lowest level the root's handlers
+        take, for the crawl.
+
+        Scrapy sets its loggers to DEBUG and has the root's handler drop what is below
+        LOG_LEVEL, so every page's DEBUG lines ("Crawled", "Scraped from", dropped items)
+        were built in full (caller lookup, record) to be thrown away. Left alone when a
+        handler takes every level (``-s LOG_LEVEL=DEBUG``, a test's log capture) or the
+        ``scrapy`` logger has handlers of its own.
+        """
+        levels = [h.level for h in logging.root.handlers]
+        if not levels or min(levels) <= logging.DEBUG:
+            return
+        floor = min(levels)
+        scrapy_logger = logging.getLogger("scrapy")
+        raised: list[tuple[logging.Logger, int]] = [(logging.root, logging.root.level)]
+        if not scrapy_logger.handlers:
+            raised.append((scrapy_logger, scrapy_logger.level))
+        self._raised_loggers = [(lg, level) for lg, level in raised if level < floor]
+        for lg, _ in self._raised_loggers:
+            lg.setLevel(floor)
+
+    def _restore_root_level(self) -> None:
+        for lg, level in self._raised_loggers:
+            lg.setLevel(level)
+        self._raised_loggers = []
 
     def _configure_slots(self, crawler: Crawler) -> None:
         """Per-source politeness: one download slot per source, covering its subdomains."""
@@ -348,9 +392,7 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         With a shared frontier the seen set and the budget here are this process's
         first filter; the shared dupefilter has the last word (knowledge_crawler.frontier).
         """
-        if not source.in_scope(url):
-            return None
-        key = _link_key(url, source.keep_params, source.tracking_params)
+        key = self._link_key(source.id, url)
         if key is None:
             return None
         seen = self._seen[source.id]
@@ -380,6 +422,9 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             # Several: the shared dupefilter, whose fingerprint is source and key.
             dont_filter=not self.shared_frontier,
         )
+
+    def _scoped_key(self, source_id: str, url: str) -> str | None:
+        return scoped_key(self.sources[source_id], url)
 
     # -- fetch results ----------------------------------------------------------
 
