@@ -7,6 +7,7 @@ from the parse the extraction uses (``transform.stages``), so that both find the
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Iterable
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -51,13 +52,54 @@ def page_link_urls(hrefs: Iterable[str], base: str, skipped: Collection[str]) ->
     ['https://e.com/a']
     """
     found: dict[str, None] = {}
+    # What a link with a path of its own resolves to depends on the base's scheme, host
+    # and folder only: it is looked up by those, as navigation links repeat on every page.
+    folder = _folder(base) if isinstance(skipped, frozenset) else ""
     for href in hrefs:
-        url = urljoin(base, href.strip())
-        if not url.startswith(("http://", "https://")):
-            continue
-        path = urlsplit(url).path
-        dot = path.rfind(".")
-        if dot > path.rfind("/") and path[dot:].lower() in skipped:
-            continue
-        found.setdefault(url, None)
+        href = href.strip()
+        if folder and _by_folder(href):
+            url = _resolved(folder, href, skipped)  # type: ignore[arg-type]  # a frozenset
+        else:
+            url = _resolve(base, href, skipped)
+        if url is not None:
+            found.setdefault(url, None)
     return list(found)
+
+
+def _by_folder(href: str) -> bool:
+    """Whether ``href`` resolves the same against every base of one scheme, host and
+    folder: a path from the site's root, or a relative path without a scheme. Not a
+    query or fragment alone, an empty or protocol-relative link (those take the base's
+    own path), nor one with the tabs or line breaks that URL parsing drops."""
+    if not href or "\t" in href or "\r" in href or "\n" in href:
+        return False
+    if href[0] == "/":
+        return href[1:2] != "/"
+    if href[0] in "?#":
+        return False
+    return ":" not in href.split("/", 1)[0]
+
+
+def _folder(base: str) -> str:
+    """``base`` without its last path segment, query and fragment ("" if it has no host)."""
+    parts = urlsplit(base)
+    path = parts.path or "/"
+    if not parts.scheme or not parts.netloc or not path.startswith("/"):
+        return ""
+    return f"{parts.scheme}://{parts.netloc}{path[: path.rfind('/') + 1]}"
+
+
+def _resolve(base: str, href: str, skipped: Collection[str]) -> str | None:
+    """``href`` made absolute against ``base``; None unless http(s) and not skipped."""
+    url = urljoin(base, href)
+    if not url.startswith(("http://", "https://")):
+        return None
+    path = urlsplit(url).path
+    dot = path.rfind(".")
+    if dot > path.rfind("/") and path[dot:].lower() in skipped:
+        return None
+    return url
+
+
+#: :func:`_resolve` of links by the folder of their page, memoised (per process)
+_resolved = functools.lru_cache(maxsize=16_384)(_resolve)
