@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import forkserver
 
 try:
     import fcntl
@@ -59,6 +60,7 @@ __all__ = [
     "StagePool",
     "WorkerCrashed",
     "run_batch",
+    "start_forkserver",
     "widen_pipes",
     "worker_count",
 ]
@@ -155,6 +157,17 @@ def _context() -> multiprocessing.context.BaseContext:
     return context
 
 
+def start_forkserver() -> None:
+    """Start the process the workers are forked from, with its libraries loading, now.
+
+    The crawl command calls it first thing: the server then imports the stages'
+    libraries on another core while the crawl itself starts up (half a second or
+    more), and the pool's first worker is a fork of a server already loaded.
+    """
+    _context()  # the server's preload list
+    forkserver.ensure_running()
+
+
 class StagePool:
     """``workers`` processes running :func:`~knowledge_crawler.transform.stages.prepare`."""
 
@@ -192,6 +205,7 @@ class StagePool:
         self.worker_cpu = 0.0
         #: the pool's pipes widened to PIPE_BYTES (see widen_pipes)
         self.pipes_widened = 0
+        self._warm_ups: list[Future[None]] = []
 
     def _start(self) -> ProcessPoolExecutor:
         executor = ProcessPoolExecutor(
@@ -202,9 +216,14 @@ class StagePool:
         )
         self.pipes_widened = widen_pipes(executor)
         if self._eager:  # started now, while the crawl starts, not with its first page
-            for _ in range(self.workers):
-                executor.submit(_warm_up)
+            self._warm_ups = [executor.submit(_warm_up) for _ in range(self.workers)]
         return executor
+
+    @property
+    def ready(self) -> bool:
+        """Whether the workers are up (and warmed up, if started eagerly): a page sent now
+        is not held up by their start, which takes a second or so."""
+        return self._executor is not None and all(f.done() for f in self._warm_ups)
 
     def _started(self, starting: asyncio.Future[ProcessPoolExecutor]) -> None:
         error = starting.exception() if not starting.cancelled() else RuntimeError("cancelled")

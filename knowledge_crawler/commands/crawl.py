@@ -31,6 +31,7 @@ from knowledge_crawler.errors import ConfigError
 from knowledge_crawler.pipelines.archive import check_archive
 from knowledge_crawler.runtime import check_database
 from knowledge_crawler.spiders.knowledge import KnowledgeSpider, check_arguments
+from knowledge_crawler.stage_pool import start_forkserver, worker_count
 
 EXIT_STATUS = {"finished": 0, "failed": 1, "interrupted": 130}
 
@@ -74,6 +75,9 @@ class Command(ScrapyCrawlCommand):
         except ConfigError as exc:
             print(f"scrapy crawl {args[0]}: error: {exc}", file=sys.stderr)
             sys.exit(2)
+        if worker_count(self.settings.getint("KC_STAGE_WORKERS")):
+            # the stage workers' libraries load on another core while the crawl starts
+            start_forkserver()
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1 or not self._is_knowledge_spider(args[0]):

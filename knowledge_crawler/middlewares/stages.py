@@ -9,7 +9,9 @@ the pipelines then take) and is followed by the requests for its links, made by 
 spider's own ``link_requests`` (its rules, the source's scope, the seen pages). So the
 crawl's event loop neither parses pages nor extracts their content. Without workers
 (``KC_STAGE_WORKERS=0``, a source they do not know) the links are read from the
-response here, as the spider would.
+response here, as the spider would; so they are while the workers are still starting
+(a second or so, ``StagePool.ready``), and followed at once: the first pages of a crawl
+would otherwise wait for the workers before any of their links is requested.
 
 It sits closest to the spider (order 950), so that the requests it yields pass
 through Scrapy's own spider middlewares (depth, URL length, referer, offsite) like the
@@ -59,17 +61,27 @@ class StageMiddleware:
                 yield out
                 continue
             spider: Any = self.crawler.spider
-            links = await self._prepare(out)
+            source = spider.sources[out.source_id]
+            pool = self.runtime.stage_pool
+            if out.follow and (pool is None or not pool.ready):
+                # No worker, or the workers are still starting (a second or so): the links
+                # are read here and followed now, so the crawl does not wait for them.
+                links = spider.links_of(response, out.link_region)
+                for request in spider.link_requests(source, links, out.depth):
+                    yield request
+                await self._prepare(out, links=False)
+                yield out
+                continue
+            found = await self._prepare(out, links=out.follow)
             yield out
             if not out.follow:
                 continue
-            if links is None:  # no worker read them
-                links = spider.links_of(response, out.link_region)
-            source = spider.sources[out.source_id]
-            for request in spider.link_requests(source, links, out.depth):
+            if found is None:  # no worker read them
+                found = spider.links_of(response, out.link_region)
+            for request in spider.link_requests(source, found, out.depth):
                 yield request
 
-    async def _prepare(self, item: PageItem) -> list[str] | None:
+    async def _prepare(self, item: PageItem, *, links: bool) -> list[str] | None:
         """The item's stages from a worker, if there is one; the links it read, if asked."""
         pool = self.runtime.stage_pool
         if pool is None or item.source_id not in pool.rules or item.html is None:
@@ -79,7 +91,7 @@ class StageMiddleware:
             item.final_url,
             item.html,
             item.content_selector,
-            links=item.follow,
+            links=links,
             link_region=item.link_region,
             encoding=item.encoding,
         )
@@ -88,7 +100,8 @@ class StageMiddleware:
         except WorkerCrashed:
             # the extract stage sends it once more and drops it, counted and logged
             return None
-        if item.follow:
-            assert self.crawler.stats is not None
-            self.crawler.stats.inc_value("kc/stages/links")
+        if not links:
+            return None
+        assert self.crawler.stats is not None
+        self.crawler.stats.inc_value("kc/stages/links")
         return list(item.prepared.links)

@@ -143,3 +143,17 @@ async def test_the_pipes_to_the_workers_are_widened_on_linux() -> None:
             assert size >= PIPE_BYTES
     finally:
         await pool.close()
+
+
+@coroutine_test
+async def test_a_pool_is_ready_once_its_workers_are_up_and_warm() -> None:
+    # Until then the stage middleware reads a page's links itself (the crawl goes on).
+    pool = StagePool(1, RULES)
+    try:
+        assert not pool.ready  # the workers start on a thread, a second or so
+        await pool.prepare(page(1))
+        while not pool.ready:  # the warm-up call may still be on its way back
+            await asyncio.sleep(0.01)
+        assert pool.ready
+    finally:
+        await pool.close()
