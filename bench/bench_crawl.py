@@ -24,7 +24,9 @@ extract .. dedupe (no store), for the cost of each part. Each scenario runs K ti
 (default 1) and the fastest is kept. pages/s = responses downloaded
 (``downloader/response_count``: robots.txt and redirects included) over the wall time of
 the whole command; CPU (user + system) and peak RSS of the crawl process come from
-``/usr/bin/time -f`` (or a getrusage wrapper). Prints a markdown snippet with the ratios
+``/usr/bin/time -f`` (or a getrusage wrapper), plus, for the knowledge crawl, its stage
+workers' CPU (``kc/stages/worker_cpu_ms``: their server outlives the crawl process, so its
+rusage never has them). Prints a markdown snippet with the ratios
 (b)/(a) and (c)/(r) and the issue's targets (PASS/FAIL lines): (b) >= 0.7 of (a), (c) >=
 0.9 of (r) with >= 99% of its page answers 304.
 """
@@ -99,6 +101,7 @@ def _common_fields(r: dict[str, Any], c: dict[str, Any]) -> dict[str, Any]:
     return {
         "wall": r["wall"],
         "cpu": r["cpu"],
+        "workers_cpu": r.get("workers_cpu", 0.0),
         "rss_kib": r["rss_kib"],
         "site_cpu": r["site_cpu"],
         "responses": int(c.get("downloader/response_count", 0)),
@@ -156,16 +159,17 @@ def main() -> int:
         f"process via {meter_name()}\n"
     )
     print(
-        "| scenario | wall s | responses | pages/s | crawler CPU s | CPU ms/response "
-        "| site CPU s | peak RSS MiB | rows | 304 answers |"
+        "| scenario | wall s | responses | pages/s | CPU s | of it stage workers | "
+        "CPU ms/response | site CPU s | peak RSS MiB | rows | 304 answers |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for key in order:
         r = best[key]
         pages = max(1, r["responses"])
         print(
             f"| {names[key]} | {r['wall']:.1f} | {r['responses']} | {pages / r['wall']:.0f} "
-            f"| {r['cpu']:.1f} | {1000 * r['cpu'] / pages:.2f} | {r['site_cpu']:.1f} "
+            f"| {r['cpu']:.1f} | {r.get('workers_cpu', 0.0):.1f} "
+            f"| {1000 * r['cpu'] / pages:.2f} | {r['site_cpu']:.1f} "
             f"| {r['rss_kib'] / 1024:.0f} | {r['rows']} | {r['answers_304']} |"
         )
 
