@@ -22,8 +22,8 @@ page responses (the spider's ``kc/fetch/status/<code>`` counters: robots.txt and
 hops are not pages) and how many were 304, conditional requests sent, response bytes
 (``downloader/response_bytes``: status line, headers and body), rows added to
 ``page_versions`` and ``page_content`` rows whose content changed (a SHA-256 of every row
-before and after), CPU (the crawl process's and its stage workers') and peak RSS (``/usr/bin/time -f`` or a getrusage wrapper),
-test-site CPU.
+before and after), CPU (the crawl process's and its stage workers') and peak RSS
+(``/usr/bin/time -f`` or a getrusage wrapper), test-site CPU.
 
 Targets (printed as PASS/FAIL lines): on the unchanged re-crawl at least 99% of page
 responses are 304, response bytes at most 1% of the first crawl's and zero content rewrites
@@ -267,7 +267,8 @@ def main() -> int:
     print(
         "| crawl | wall s | vs 1st | responses | resp/s | page responses | 304 | 304 % "
         "| conditional sent | response bytes | bytes vs 1st | new pages | changed (200) "
-        "| versions added | content rows changed | CPU s (crawl + stage workers) | site CPU s | peak RSS MiB |"
+        "| versions added | content rows changed | CPU s (crawl + stage workers) | site CPU s "
+        "| peak RSS MiB |"
     )
     print(
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
