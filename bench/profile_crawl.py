@@ -11,8 +11,9 @@ run's own counter (``kc/stages/worker_cpu_ms``), the test site's from ``/proc``.
 
 ``--py-spy`` runs the crawl under ``py-spy record --threads --subprocesses`` (100 samples
 a second; ``pip install py-spy``) and adds, for the reactor thread, the crawl process's
-other threads and the stage worker, the functions with the most samples: their own
-samples ("self") and with what they call ("total"). Sampling slows the crawl down a
+other threads and the stage worker, the ``--top`` functions with the most samples of
+their own ("self"), then the ``--top`` functions of the project that cost the most with
+what they call ("total"). Sampling slows the crawl down a
 little; the per-thread CPU table is from the same run. Prints markdown.
 """
 
@@ -152,13 +153,19 @@ def hot_spots(raw: Path, top: int) -> dict[str, tuple[int, list[tuple[str, int, 
             own[part][names[-1]] += n
         for name in set(names):
             total[part][name] += n
-    return {
-        part: (
+    out: dict[str, tuple[int, list[tuple[str, int, int]]]] = {}
+    for part in sorted(samples, key=samples.__getitem__, reverse=True):
+        hot = [name for name, _ in own[part].most_common(top)]  # where the samples land
+        ours = [  # and the project's own functions, by what they cost with their callees
+            name
+            for name, _ in total[part].most_common()
+            if "(knowledge_crawler/" in name and name not in hot
+        ][:top]
+        out[part] = (
             samples[part],
-            [(name, own[part][name], t) for name, t in total[part].most_common(top)],
+            [(name[:120], own[part][name], total[part][name]) for name in hot + ours],
         )
-        for part in sorted(samples, key=samples.__getitem__, reverse=True)
-    }
+    return out
 
 
 def main() -> int:
@@ -218,7 +225,7 @@ def main() -> int:
     )
     for part, (count, funcs) in spots.items():
         print(f"\n### {part}: {count} samples\n")
-        print("| function | self | total |")
+        print("| function | self | total |")  # hot spots first, then the project's own
         print("|---|---:|---:|")
         for name, own_n, total_n in funcs:
             cell = name.replace("|", "\\|")
