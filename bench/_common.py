@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -178,6 +179,39 @@ def run_plain(site_pid: int, workdir: Path, *args: str, prog: str = "bench") -> 
     measured = measure_scrapy(cmd, workdir, site_pid, prog=prog)
     measured["counters"] = json.loads(stats.read_text(encoding="utf-8"))
     return measured
+
+
+def crawl_argv(seeds: str, db: Path, settings: dict[str, str] | None = None) -> list[str]:
+    """``scrapy crawl knowledge -a seeds=SEEDS`` with ``-s`` for each of ``settings``
+    (default :data:`FAST_SETTINGS`) and the SQLite database ``db``, as a command line."""
+    argv = [str(scrapy_exe()), "crawl", "knowledge", "-a", f"seeds={seeds}"]
+    for name, value in (FAST_SETTINGS if settings is None else settings).items():
+        argv += ["-s", f"{name}={value}"]
+    return [*argv, "-s", f"KC_DATABASE_URL=sqlite:///{db}"]
+
+
+def run_sampled(
+    argv: list[str],
+    sample: Callable[[subprocess.Popen[str]], None],
+    *,
+    every: float,
+    prog: str,
+) -> tuple[float, str]:
+    """Run ``argv`` from the repository root, calling ``sample`` with the process every
+    ``every`` seconds while it runs: its wall time and stderr. Exits the benchmark
+    (naming ``prog``) if the command fails."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    while proc.poll() is None:
+        sample(proc)
+        time.sleep(every)
+    wall = time.perf_counter() - t0
+    stderr = proc.stderr.read() if proc.stderr else ""
+    if proc.returncode != 0:
+        sys.exit(f"{prog}: crawl failed ({proc.returncode}):\n{stderr[-3000:]}")
+    return wall, stderr
 
 
 def doc_parser(doc: str | None) -> argparse.ArgumentParser:

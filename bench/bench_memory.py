@@ -21,7 +21,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +29,11 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 from _common import (  # noqa: E402
-    FAST_SETTINGS,
+    crawl_argv,
     doc_parser,
     process_tree,
     pss_kib,
-    scrapy_exe,
+    run_sampled,
     site_pid,
     slope_per_100,
     stored_pages,
@@ -56,26 +55,18 @@ def rss_kib(pid: int) -> int:
 
 
 def crawl(site_url: str, db: Path) -> dict[str, Any]:
-    argv = [str(scrapy_exe()), "crawl", "knowledge", "-a", f"seeds={site_url}"]
-    for name, value in FAST_SETTINGS.items():
-        argv += ["-s", f"{name}={value}"]
-    argv += ["-s", f"KC_DATABASE_URL=sqlite:///{db}"]
     samples: list[tuple[int, int, int, int]] = []  # pages, crawler RSS, crawler PSS, tree PSS
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    while proc.poll() is None:
+
+    def sample(proc: subprocess.Popen[str]) -> None:
         tree = process_tree(proc.pid)
         own = pss_kib(proc.pid)
         samples.append(
             (stored_pages(db), rss_kib(proc.pid), own, own + sum(pss_kib(p) for p in tree[1:]))
         )
-        time.sleep(SAMPLE_SECONDS)
-    wall = time.perf_counter() - t0
-    stderr = proc.stderr.read() if proc.stderr else ""
-    if proc.returncode != 0:
-        sys.exit(f"bench_memory: crawl failed ({proc.returncode}):\n{stderr[-3000:]}")
+
+    wall, _ = run_sampled(
+        crawl_argv(site_url, db), sample, every=SAMPLE_SECONDS, prog="bench_memory"
+    )
     return {"wall": wall, "samples": samples, "rows": stored_pages(db)}
 
 
@@ -97,6 +88,10 @@ def main() -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     samples = [s for s in result["samples"] if s[0] > 0]
+    if not samples:
+        sys.exit(
+            f"bench_memory: the crawl ended before a sample was taken; use more than {n} pages"
+        )
     rows = result["rows"]
     peak_rss = max(s[1] for s in result["samples"]) / 1024
     peak_tree = max(s[3] for s in result["samples"]) / 1024

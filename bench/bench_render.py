@@ -33,7 +33,6 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +41,11 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 from _common import (  # noqa: E402
+    crawl_argv,
     doc_parser,
     process_tree,
     pss_kib,
-    scrapy_exe,
+    run_sampled,
     slope_per_100,
     stored_pages,
 )
@@ -77,25 +77,16 @@ def seeds_file(path: Path, site_url: str, pages: int, render: str) -> Path:
 
 def crawl(seeds: Path, db: Path) -> dict[str, Any]:
     """One crawl, with memory samples ``(pages stored, crawler PSS, total PSS)``."""
-    argv = [str(scrapy_exe()), "crawl", "knowledge", "-a", f"seeds={seeds}"]
-    for name, value in SETTINGS.items():
-        argv += ["-s", f"{name}={value}"]
-    argv += ["-s", f"KC_DATABASE_URL=sqlite:///{db}"]
     samples: list[tuple[int, int, int]] = []
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    while proc.poll() is None:
+
+    def sample(proc: subprocess.Popen[str]) -> None:
         pids = process_tree(proc.pid)
         own = pss_kib(proc.pid)
-        total = own + sum(pss_kib(pid) for pid in pids[1:])
-        samples.append((stored_pages(db), own, total))
-        time.sleep(0.5)
-    wall = time.perf_counter() - t0
-    stderr = proc.stderr.read() if proc.stderr else ""
-    if proc.returncode != 0:
-        sys.exit(f"bench_render: crawl failed ({proc.returncode}):\n{stderr[-3000:]}")
+        samples.append((stored_pages(db), own, own + sum(pss_kib(pid) for pid in pids[1:])))
+
+    wall, stderr = run_sampled(
+        crawl_argv(str(seeds), db, SETTINGS), sample, every=0.5, prog="bench_render"
+    )
     conn = sqlite3.connect(db)
     try:
         counters = conn.execute(

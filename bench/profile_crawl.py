@@ -36,7 +36,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from _common import FAST_SETTINGS, cpu_seconds, doc_parser, scrapy_exe, site_pid, wait_warm  # noqa: E402
+from _common import (  # noqa: E402
+    cpu_seconds,
+    crawl_argv,
+    doc_parser,
+    run_sampled,
+    site_pid,
+    wait_warm,
+)
 
 TICK = os.sysconf("SC_CLK_TCK")
 #: path prefixes left out of function names in the report
@@ -61,13 +68,6 @@ def thread_cpu(pid: int) -> dict[int, float]:
     return out
 
 
-def argv_crawl(site_url: str, db: Path) -> list[str]:
-    argv = [str(scrapy_exe()), "crawl", "knowledge", "-a", f"seeds={site_url}"]
-    for name, value in FAST_SETTINGS.items():
-        argv += ["-s", f"{name}={value}"]
-    return [*argv, "-s", f"KC_DATABASE_URL=sqlite:///{db}"]
-
-
 def crawl_pid(proc: subprocess.Popen[str], spied: bool) -> int:
     """The crawl's pid: the process itself, or under py-spy its child running scrapy."""
     if not spied:
@@ -88,27 +88,24 @@ def crawl_pid(proc: subprocess.Popen[str], spied: bool) -> int:
 
 
 def run(site_url: str, site: int, db: Path, raw: Path | None) -> dict[str, Any]:
-    argv = argv_crawl(site_url, db)
+    argv = crawl_argv(site_url, db)
     if raw is not None:
         spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
         if not os.access(spy, os.X_OK):
             sys.exit("profile_crawl: --py-spy needs py-spy (pip install py-spy)")
         argv = [spy, "record", "-r", "100", "--threads", "--subprocesses", "--format", "raw",
                 "-o", str(raw), "--", *argv]  # fmt: skip
-    site_cpu0 = cpu_seconds(site)
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    pid = crawl_pid(proc, raw is not None)
     threads: dict[int, float] = {}
-    while proc.poll() is None:
-        threads.update(thread_cpu(pid))
-        time.sleep(0.2)
-    wall = time.perf_counter() - t0
-    stderr = proc.stderr.read() if proc.stderr else ""
-    if proc.returncode != 0:
-        sys.exit(f"profile_crawl: crawl failed ({proc.returncode}):\n{stderr[-3000:]}")
+    pids: list[int] = []
+
+    def sample(proc: subprocess.Popen[str]) -> None:
+        if not pids:
+            pids.append(crawl_pid(proc, raw is not None))
+        threads.update(thread_cpu(pids[0]))
+
+    site_cpu0 = cpu_seconds(site)
+    wall, _ = run_sampled(argv, sample, every=0.2, prog="profile_crawl")
+    pid = pids[0] if pids else 0
     conn = sqlite3.connect(db)
     try:
         counters = json.loads(
