@@ -122,7 +122,7 @@ def widen_pipes(executor: ProcessPoolExecutor, size: int = PIPE_BYTES) -> int:
     """Ask for ``size``-byte pipes between the crawl and ``executor``'s workers: its call
     queue and its result queue. The pipes that were widened (0 where the system or the
     executor does not allow it: not Linux, a lower pipe-max-size, another Python)."""
-    set_size = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux only; fcntl is None on Windows
     if set_size is None:
         return 0
     widened = 0

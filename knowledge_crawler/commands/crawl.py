@@ -75,8 +75,11 @@ class Command(ScrapyCrawlCommand):
         except ConfigError as exc:
             print(f"scrapy crawl {args[0]}: error: {exc}", file=sys.stderr)
             sys.exit(2)
-        if worker_count(self.settings.getint("KC_STAGE_WORKERS")):
-            # the stage workers' libraries load on another core while the crawl starts
+        if opts.spargs.get("mode", "crawl") == "crawl" and worker_count(
+            self.settings.getint("KC_STAGE_WORKERS")
+        ):
+            # The stage workers' libraries load on another core while the crawl starts.
+            # A refresh mostly meets 304s: its workers start with its first changed page.
             start_forkserver()
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:

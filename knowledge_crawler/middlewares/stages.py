@@ -60,26 +60,25 @@ class StageMiddleware:
             if not isinstance(out, PageItem) or out.html is None:
                 yield out
                 continue
-            spider: Any = self.crawler.spider
-            source = spider.sources[out.source_id]
             pool = self.runtime.stage_pool
-            if out.follow and (pool is None or not pool.ready):
-                # No worker, or the workers are still starting (a second or so): the links
-                # are read here and followed now, so the crawl does not wait for them.
-                links = spider.links_of(response, out.link_region)
-                for request in spider.link_requests(source, links, out.depth):
+            # No worker, or the workers still starting (a second or so): the links are
+            # read here and followed at once, so the crawl does not wait for them.
+            here = out.follow and (pool is None or not pool.ready)
+            if here:
+                for request in self._requests(response, out, None):
                     yield request
-                await self._prepare(out, links=False)
-                yield out
-                continue
-            found = await self._prepare(out, links=out.follow)
+            found = await self._prepare(out, links=out.follow and not here)
             yield out
-            if not out.follow:
-                continue
-            if found is None:  # no worker read them
-                found = spider.links_of(response, out.link_region)
-            for request in spider.link_requests(source, found, out.depth):
-                yield request
+            if out.follow and not here:
+                for request in self._requests(response, out, found):
+                    yield request
+
+    def _requests(self, response: Response, item: PageItem, links: list[str] | None) -> Any:
+        """The requests for a page's links: those a worker read, else read here."""
+        spider: Any = self.crawler.spider
+        if links is None:
+            links = spider.links_of(response, item.link_region)
+        return spider.link_requests(spider.sources[item.source_id], links, item.depth)
 
     async def _prepare(self, item: PageItem, *, links: bool) -> list[str] | None:
         """The item's stages from a worker, if there is one; the links it read, if asked."""

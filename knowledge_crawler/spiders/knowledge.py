@@ -139,19 +139,6 @@ def _enabled(settings: BaseSettings, name: str) -> bool:
 LINK_MEMO = 65_536
 
 
-def scoped_key(source: Source, url: str) -> str | None:
-    """The canonical URL of a link of ``source``; None when it is out of the source's
-    scope or has none."""
-    if not source.in_scope(url):
-        return None
-    try:
-        return canonical_url(
-            url, keep_params=source.keep_params, tracking_params=source.tracking_params
-        )
-    except ValueError:
-        return None
-
-
 class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
     name = "knowledge"
     allowed_domains: list[str] = []
@@ -217,8 +204,10 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         self._slots: dict[str, str] = {}  # source id -> its own download slot
         self.sources: dict[str, Source] = {s.id: s for s in check_arguments(args)}
         self._seen: dict[str, set[str]] = {sid: set() for sid in self.sources}
-        #: scoped_key of (source id, link), memoised: one lookup for a link seen before
+        #: _scoped_key of (source id, link), memoised: one lookup for a link seen before
         self._link_key = functools.lru_cache(maxsize=LINK_MEMO)(self._scoped_key)
+        #: loggers whose level the crawl raised (see _skip_unlogged_records), with their own
+        self._raised_loggers: list[tuple[logging.Logger, int]] = []
         #: several processes crawl together (KC_REDIS_URL): page requests go through the
         #: shared dupefilter, which also keeps the sources' max_pages budgets
         self.shared_frontier = False
@@ -273,9 +262,6 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         crawler.signals.connect(spider._skip_unlogged_records, signal=signals.spider_opened)
         crawler.signals.connect(spider._restore_root_level, signal=signals.spider_closed)
         return spider
-
-    #: loggers whose level the crawl raised (see _skip_unlogged_records), with their own
-    _raised_loggers: list[tuple[logging.Logger, int]] = []
 
     def _skip_unlogged_records(self) -> None:
         """Raise the root and ``scrapy`` loggers to the lowest level the root's handlers
@@ -424,7 +410,17 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         )
 
     def _scoped_key(self, source_id: str, url: str) -> str | None:
-        return scoped_key(self.sources[source_id], url)
+        """The canonical URL of a link of that source; None when it is out of the
+        source's scope or has none (memoised as ``_link_key``)."""
+        source = self.sources[source_id]
+        if not source.in_scope(url):
+            return None
+        try:
+            return canonical_url(
+                url, keep_params=source.keep_params, tracking_params=source.tracking_params
+            )
+        except ValueError:
+            return None
 
     # -- fetch results ----------------------------------------------------------
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["WORD_RE", "WS_RE", "norm"]
+__all__ = ["WORD_RE", "norm"]
 
 #: A word, as the benchmark and ``word_count`` count them.
 WORD_RE = re.compile(r"\w+")
-WS_RE = re.compile(r"\s+")
 
 
 def norm(text: str | None) -> str:
     """Whitespace runs collapsed to one space, ends stripped; ``None`` gives ``""``.
 
-    ``str.split()`` splits at exactly the characters ``WS_RE`` matches (``str.isspace``).
+    ``str.split()`` splits at exactly the characters the regex ``\\s`` matches
+    (``str.isspace``).
     """
     return " ".join(text.split()) if text else ""
