@@ -152,7 +152,9 @@ async def test_a_pool_is_ready_once_its_workers_are_up_and_warm() -> None:
     try:
         assert not pool.ready  # the workers start on a thread, a second or so
         await pool.prepare(page(1))
-        while not pool.ready:  # the warm-up call may still be on its way back
+        for _ in range(3000):  # the warm-up call may still be on its way back
+            if pool.ready:
+                break
             await asyncio.sleep(0.01)
         assert pool.ready
     finally:
