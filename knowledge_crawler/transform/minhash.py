@@ -56,10 +56,13 @@ __all__ = [
     "ParamsMismatchError",
     "Signature",
     "SignatureLike",
+    "band_keys",
+    "check_signature",
     "decode",
     "from_bytes",
     "is_empty",
     "jaccard",
+    "min_equal",
     "shingle_hash",
     "shingles",
     "signature",
@@ -491,7 +494,7 @@ class MemoryNearDuplicateIndex:
         #: entries of the sorted array whose row was removed since it was built
         self._stale = 0
         # minimum number of equal hash values for estimated Jaccard >= threshold
-        self._min_equal = _min_equal(params.threshold, params.num_perm)
+        self._min_equal = min_equal(params.threshold, params.num_perm)
 
     # -- construction from storage
 
@@ -570,7 +573,7 @@ class MemoryNearDuplicateIndex:
 
     def _entry_keys(self, matrix: U32Array) -> U64Array:
         """(n, bands) keys of the band entries of each row: band hash and band number."""
-        return _fmix64(self._band_hashes(matrix) ^ _band_salts(self._bands))
+        return band_keys(matrix, self._bands, self._rows)
 
     def _maybe_rebuild(self) -> None:
         limit = max(_MIN_REBUILD, len(self._skeys) // 8)
@@ -578,17 +581,6 @@ class MemoryNearDuplicateIndex:
             self._rebuild()
 
     # -- internals
-
-    def _band_hashes(self, matrix: U32Array) -> U64Array:
-        """(n, bands) 64-bit hashes of each band's ``rows`` values.
-
-        ``fmix64(sum_j v_j * c_j mod 2**64)`` with fixed odd 64-bit ``c_j``: equal bands
-        hash equally; a rare collision of different bands only adds a candidate, which
-        the Jaccard confirmation then rejects. Only used in memory, never stored.
-        """
-        b, r = self._bands, self._rows
-        values = matrix[:, : b * r].reshape(len(matrix), b, r).astype(np.uint64)
-        return _fmix64((values * _band_multipliers(r)).sum(axis=2, dtype=np.uint64))
 
     def _ensure_capacity(self, extra: int) -> None:
         need = self._used + extra
@@ -598,13 +590,7 @@ class MemoryNearDuplicateIndex:
             self._matrix = grown
 
     def _check(self, sig: SignatureLike) -> None:
-        if len(sig.hashvalues) != self.params.num_perm or sig.seed != self.params.seed:
-            raise ParamsMismatchError(
-                f"signature (num_perm={len(sig.hashvalues)}, seed={sig.seed}) does not match "
-                f"index params {self.params.fingerprint()!r}"
-            )
-        if getattr(sig, "scheme", None) != _SCHEME:
-            raise ParamsMismatchError(f"signature scheme {sig.scheme!r} is not {_SCHEME!r}")
+        check_signature(sig, self.params)
 
     def _candidates(self, hv: U32Array) -> set[int]:
         keys = self._entry_keys(hv[None, :])[0]
@@ -701,6 +687,39 @@ class MemoryNearDuplicateIndex:
         return len(self._row_of)
 
 
+def check_signature(sig: SignatureLike, params: MinHashParams) -> None:
+    """Raise ``ParamsMismatchError`` unless ``sig`` was made with ``params``' scheme,
+    number of permutations and seed (what an index of ``params`` can compare)."""
+    if len(sig.hashvalues) != params.num_perm or sig.seed != params.seed:
+        raise ParamsMismatchError(
+            f"signature (num_perm={len(sig.hashvalues)}, seed={sig.seed}) does not match "
+            f"index params {params.fingerprint()!r}"
+        )
+    if getattr(sig, "scheme", None) != _SCHEME:
+        raise ParamsMismatchError(f"signature scheme {sig.scheme!r} is not {_SCHEME!r}")
+
+
+def band_keys(matrix: U32Array, bands: int, rows: int) -> U64Array:
+    """(n, bands) 64-bit keys of the LSH band entries of each signature row.
+
+    A band's key is ``fmix64(sum_j v_j * c_j mod 2**64)`` over its ``rows`` values
+    (fixed odd 64-bit ``c_j``), mixed with the band's number: equal bands give equal
+    keys; a rare collision of different bands only adds a candidate, which the
+    Jaccard confirmation then rejects. Two signatures are LSH candidates when one of
+    their keys is equal. Only used to find candidates, never stored with a page.
+    """
+    values = matrix[:, : bands * rows].reshape(len(matrix), bands, rows).astype(np.uint64)
+    hashes = _fmix64((values * _band_multipliers(rows)).sum(axis=2, dtype=np.uint64))
+    return _fmix64(hashes ^ _band_salts(bands))
+
+
+def min_equal(threshold: float, num_perm: int) -> int:
+    """Smallest count c of equal hash values with c / num_perm >= threshold (robust to
+    float rounding): a candidate with fewer is not a near duplicate."""
+    c = int(np.ceil(threshold * num_perm - 1e-9))
+    return max(c, 0)
+
+
 def _bucket_add(table: dict[int, int | list[int]], h: int, row: int) -> None:
     """Add ``row`` to the bucket ``h`` of one band (an int while it holds one row)."""
     prev = table.get(h)
@@ -759,9 +778,3 @@ def _decode_many(
     if sys.byteorder != "little":  # pragma: no cover - stored values are little endian
         out.byteswap(inplace=True)
     return out
-
-
-def _min_equal(threshold: float, num_perm: int) -> int:
-    """Smallest count c with c / num_perm >= threshold (robust to float rounding)."""
-    c = int(np.ceil(threshold * num_perm - 1e-9))
-    return max(c, 0)
