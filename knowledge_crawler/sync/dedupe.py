@@ -28,13 +28,15 @@ The rules:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Protocol, cast
 
 from knowledge_crawler.transform.minhash import (
     MemoryNearDuplicateIndex,
     MinHashParams,
+    Signature,
+    SignatureLike,
     decode,
     to_bytes,
 )
@@ -45,8 +47,12 @@ __all__ = [
     "REPRESENTATIVE",
     "Decision",
     "DedupePolicy",
+    "DedupeState",
+    "DuplicateState",
     "Key",
     "KnownPage",
+    "MemoryDedupeState",
+    "PolicyIndex",
     "Reassignment",
     "StoredPage",
 ]
@@ -117,7 +123,7 @@ class Reassignment:
     decision: Decision
 
 
-class _Duplicate:
+class DuplicateState:
     """A page that is a duplicate now, with the content it was decided with."""
 
     __slots__ = ("content_hash", "kind", "minhash", "rep", "score", "words")
@@ -143,6 +149,116 @@ class _Duplicate:
         return Decision(self.rep, self.kind, self.score)
 
 
+class PolicyIndex(Protocol):
+    """What the policy asks of a near-duplicate index (:class:`MemoryNearDuplicateIndex`
+    is one): the banded LSH of the representatives' signatures."""
+
+    params: MinHashParams
+
+    def add(self, key: Key, sig: SignatureLike) -> None: ...
+    def remove(self, key: Key) -> None: ...
+    def query(self, sig: SignatureLike) -> list[tuple[Key, float]]: ...
+    def values(self, key: Key) -> Signature | None: ...
+
+
+class Dependents(Protocol):
+    """Representative -> the pages that are its duplicates now."""
+
+    def add(self, rep: Key, key: Key) -> None: ...
+    def discard(self, rep: Key, key: Key) -> None: ...
+    def of(self, rep: Key) -> list[Key]: ...
+
+
+class DedupeState(Protocol):
+    """Where a policy keeps what it knows of each page.
+
+    :class:`MemoryDedupeState` keeps it in dicts; a state kept outside the process
+    (``knowledge_crawler.dedupe_scratch``) holds it in a file, so that memory does not
+    grow with the pages a crawl has seen. The maps answer like dicts.
+    """
+
+    @property
+    def rank(self) -> MutableMapping[Key, int]:
+        """First-seen order of every known page (entries are never removed)."""
+        ...
+
+    @property
+    def hash_of(self) -> MutableMapping[Key, str]:
+        """Current content hash of every known page."""
+        ...
+
+    @property
+    def by_hash(self) -> MutableMapping[str, Key]:
+        """Content hash -> the representative that holds it."""
+        ...
+
+    @property
+    def duplicates(self) -> MutableMapping[Key, DuplicateState]:
+        """Every page that is a duplicate now."""
+        ...
+
+    @property
+    def dependents(self) -> Dependents:
+        """Representative -> the pages that are its duplicates now."""
+        ...
+
+    def restore_index(
+        self,
+        params: MinHashParams,
+        rows: list[tuple[Key, bytes, str]],
+        *,
+        allow_rebanding: bool = True,
+    ) -> PolicyIndex:
+        """An index of ``rows`` (key, signature bytes, params fingerprint), as
+        :meth:`MemoryNearDuplicateIndex.restore` builds one."""
+        ...
+
+
+class _MemoryDependents:
+    __slots__ = ("_of",)
+
+    def __init__(self) -> None:
+        self._of: dict[Key, set[Key]] = {}
+
+    def add(self, rep: Key, key: Key) -> None:
+        deps = self._of.get(rep)
+        if deps is None:
+            self._of[rep] = {key}
+        else:
+            deps.add(key)
+
+    def discard(self, rep: Key, key: Key) -> None:
+        deps = self._of.get(rep)
+        if deps is not None:
+            deps.discard(key)
+            if not deps:
+                del self._of[rep]
+
+    def of(self, rep: Key) -> list[Key]:
+        return list(self._of.get(rep, ()))
+
+
+class MemoryDedupeState:
+    """A policy's state in dicts and :class:`MemoryNearDuplicateIndex` (the default)."""
+
+    def __init__(self) -> None:
+        self.rank: dict[Key, int] = {}
+        self.hash_of: dict[Key, str] = {}
+        self.by_hash: dict[str, Key] = {}
+        self.duplicates: dict[Key, DuplicateState] = {}
+        self.dependents = _MemoryDependents()
+
+    def restore_index(
+        self,
+        params: MinHashParams,
+        rows: list[tuple[Key, bytes, str]],
+        *,
+        allow_rebanding: bool = True,
+    ) -> PolicyIndex:
+        index = MemoryNearDuplicateIndex.restore(params, rows, allow_rebanding=allow_rebanding)
+        return cast(PolicyIndex, index)
+
+
 #: (page, decision before, decision after)
 _Change = tuple[Key, Decision, Decision]
 
@@ -153,32 +269,41 @@ class DedupePolicy:
     ``params`` are the crawl's MinHash parameters (their threshold is the default
     one); ``thresholds`` maps source ids to their own near-duplicate threshold.
     One LSH index is kept per threshold in use, all built by :meth:`restore`.
+    ``state`` is where what the policy knows of each page is kept (in memory unless
+    told otherwise); :meth:`move_to` moves it elsewhere between two decisions.
     """
 
-    def __init__(self, params: MinHashParams, thresholds: Mapping[str, float] | None = None):
+    def __init__(
+        self,
+        params: MinHashParams,
+        thresholds: Mapping[str, float] | None = None,
+        *,
+        state: DedupeState | None = None,
+    ):
         self.params = params
         self._threshold_of: dict[str, float] = dict(thresholds or {})
         self._index_params: dict[float, MinHashParams] = {
             t: dataclasses.replace(params, threshold=t)
             for t in sorted({params.threshold, *self._threshold_of.values()})
         }
-        self._indexes: dict[float, MemoryNearDuplicateIndex] = {
-            t: MemoryNearDuplicateIndex(p) for t, p in self._index_params.items()
-        }
-        #: first-seen order of every known page
-        self._rank: dict[Key, int] = {}
-        #: current content hash of every known page
-        self._hash_of: dict[Key, str] = {}
-        #: content hash -> the representative that holds it
-        self._by_hash: dict[str, Key] = {}
-        #: every page that is a duplicate now
-        self._duplicates: dict[Key, _Duplicate] = {}
-        #: representative -> the pages that are its duplicates now
-        self._dependents: dict[Key, set[Key]] = {}
+        self._use(state if state is not None else MemoryDedupeState())
         #: (newer holder, older page) pairs: the older page took the holder's content hash
         self._displaced: list[tuple[Key, Key]] = []
         #: duplicates decided again because their representative changed (a cost counter)
         self.examined = 0
+
+    def _use(self, state: DedupeState, indexed: list[tuple[Key, bytes, str]] | None = None) -> None:
+        """Keep the state in ``state``, with indexes of ``indexed`` (key, signature,
+        fingerprint) rows; nothing changes if building an index fails."""
+        rows = indexed or []
+        indexes = {t: state.restore_index(p, rows) for t, p in self._index_params.items()}
+        self.state = state
+        self._rank = state.rank
+        self._hash_of = state.hash_of
+        self._by_hash = state.by_hash
+        self._duplicates = state.duplicates
+        self._dependents = state.dependents
+        self._indexes: dict[float, PolicyIndex] = indexes
 
     # -- state from the store ---------------------------------------------------
 
@@ -194,10 +319,12 @@ class DedupePolicy:
         duplicates, dependents = self._duplicates, self._dependents
         indexed: list[tuple[Key, bytes, str]] = []
         duplicate_fingerprints: set[str | None] = set()
+        count = 0
         for page in pages:
             key = page.key
             digest = page.content_hash
-            rank[key] = len(rank)
+            rank[key] = count
+            count += 1
             hash_of[key] = digest
             rep = page.duplicate_of
             if rep is None:
@@ -207,7 +334,7 @@ class DedupePolicy:
                     if minhash is not None and fingerprint is not None:
                         indexed.append((key, minhash, fingerprint))
                 continue
-            duplicates[key] = _Duplicate(
+            duplicates[key] = DuplicateState(
                 digest,
                 page.minhash,
                 page.word_count,
@@ -215,19 +342,40 @@ class DedupePolicy:
                 page.duplicate_kind,
                 page.duplicate_score,
             )
-            deps = dependents.get(rep)
-            if deps is None:
-                dependents[rep] = {key}
-            else:
-                deps.add(key)
+            dependents.add(rep, key)
             duplicate_fingerprints.add(page.minhash_params)
         for fingerprint in sorted(f for f in duplicate_fingerprints if f is not None):
             self.params.check_fingerprint(fingerprint, allow_rebanding=allow_rebanding)
         for threshold, params in self._index_params.items():
-            self._indexes[threshold] = MemoryNearDuplicateIndex.restore(
+            self._indexes[threshold] = self.state.restore_index(
                 params, indexed, allow_rebanding=allow_rebanding
             )
         return len(rank)
+
+    def move_to(self, state: DedupeState) -> None:
+        """Carry everything this policy knows over into ``state`` (empty), and keep it
+        there from now on: the decisions stay exactly what they would have been."""
+        if state.rank:
+            raise RuntimeError("move_to() fills an empty state")
+        old = self.state
+        ordered = sorted(old.rank.items(), key=lambda item: item[1])
+        for key, rank in ordered:
+            state.rank[key] = rank  # the same first-seen order
+        for key, digest in old.hash_of.items():
+            state.hash_of[key] = digest
+        for digest, key in old.by_hash.items():
+            state.by_hash[digest] = key
+        for key, dup in old.duplicates.items():
+            state.duplicates[key] = dup
+            state.dependents.add(dup.rep, key)
+        indexed: list[tuple[Key, bytes, str]] = []
+        index = self._indexes[self.params.threshold]
+        fingerprint = self.params.fingerprint()
+        for key, _rank in ordered:
+            sig = None if key in old.duplicates else index.values(key)
+            if sig is not None:
+                indexed.append((key, to_bytes(sig), fingerprint))
+        self._use(state, indexed)
 
     # -- decisions --------------------------------------------------------------
 
@@ -259,7 +407,7 @@ class DedupePolicy:
 
     def dependents(self, key: Key) -> list[Key]:
         """The pages that are duplicates of ``key`` now, earliest first."""
-        return sorted(self._dependents.get(key, ()), key=self._rank.__getitem__)
+        return sorted(self._dependents.of(key), key=self._rank.__getitem__)
 
     def __contains__(self, key: object) -> bool:
         return key in self._rank
@@ -284,7 +432,7 @@ class DedupePolicy:
             hits = [
                 (other, j)
                 for k, j in self._indexes[self.threshold(key[0])].query(sig)
-                if self._rank[other := cast(Key, k)] < rank
+                if self._rank[other := k] < rank
             ]
             if hits:
                 best, score = min(hits, key=lambda hit: (-hit[1], self._rank[hit[0]]))
@@ -307,22 +455,17 @@ class DedupePolicy:
             index.remove(key)
         dup = self._duplicates.pop(key, None)
         if dup is not None:
-            rep = dup.rep
-            deps = self._dependents.get(rep)
-            if deps is not None:
-                deps.discard(key)
-                if not deps:
-                    del self._dependents[rep]
+            self._dependents.discard(dup.rep, key)
 
     def _link(
         self, key: Key, decision: Decision, digest: str, minhash: bytes | None, words: int
     ) -> Decision:
         rep = decision.duplicate_of
         assert rep is not None
-        self._duplicates[key] = _Duplicate(
+        self._duplicates[key] = DuplicateState(
             digest, minhash, words, rep, decision.kind, decision.score
         )
-        self._dependents.setdefault(rep, set()).add(key)
+        self._dependents.add(rep, key)
         return decision
 
     def _released(self, decision: Decision, words: int, moved: bool) -> bool:
@@ -341,7 +484,7 @@ class DedupePolicy:
             decision = self._judge(dep, state.content_hash, state.minhash, state.words)
             if decision != before:
                 changes.append((dep, before, decision))
-            if self._dependents.get(dep) and self._released(decision, state.words, False):
+            if self._released(decision, state.words, False) and self._dependents.of(dep):
                 changes += self._reevaluate(dep)  # a stored chain, healed when touched
             changes += self._settle_displaced()
         return changes

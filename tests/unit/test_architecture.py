@@ -6,6 +6,7 @@ cli/    -> never Scrapy or Twisted (fast start, testable without a reactor)
 archive.py -> no Scrapy, no store (WARC files and bytes only: an IO module beside store/)
 reextract.py -> no Scrapy, no click (the re-extraction the CLI runs: store + pure floors)
 dedupe_log.py -> no Scrapy, no store (the shared dedupe log: Redis + the pure policy)
+dedupe_scratch.py -> no Scrapy, no store (the policy's state in a temporary SQLite file)
 settings.py -> only knowledge_crawler.config from the package (dotted strings otherwise)
 """
 
@@ -46,6 +47,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "archive.py": (*SCRAPY_WORLD, *DATABASES, "click", "knowledge_crawler.store", *ADAPTERS),
     "reextract.py": (*SCRAPY_WORLD, *DATABASES, "click", *ADAPTERS),
     "dedupe_log.py": (*SCRAPY_WORLD, *DATABASES, "click", "knowledge_crawler.store", *ADAPTERS),
+    "dedupe_scratch.py": (*SCRAPY_WORLD, "psycopg", "click", "knowledge_crawler.store", *ADAPTERS),
     "config.py": (*SCRAPY_WORLD, *DATABASES, "click", "knowledge_crawler.store", *ADAPTERS),
 }
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
+from knowledge_crawler.dedupe_scratch import ScratchDedupeState
 from knowledge_crawler.sync.dedupe import (
     EXACT,
     NEAR,
@@ -18,6 +18,7 @@ from knowledge_crawler.sync.dedupe import (
     DedupePolicy,
     Key,
     KnownPage,
+    MemoryDedupeState,
     Reassignment,
 )
 from knowledge_crawler.transform.minhash import (
@@ -85,6 +86,22 @@ def test_premises_of_the_hand_made_texts() -> None:
     assert EMPTY.words == 0 and EMPTY.minhash is None
 
 
+#: where the policies of the test being run keep their state (both are tested)
+STATES = {"memory": MemoryDedupeState, "scratch": ScratchDedupeState}
+_state: list[str] = ["memory"]
+
+
+@pytest.fixture(autouse=True, params=sorted(STATES))
+def state_kind(request: pytest.FixtureRequest) -> str:
+    _state[0] = request.param
+    request.addfinalizer(lambda: _state.__setitem__(0, "memory"))
+    return str(request.param)
+
+
+def policy_of(*args: Any, **kwargs: Any) -> DedupePolicy:
+    return DedupePolicy(*args, state=STATES[_state[0]](), **kwargs)
+
+
 def key(name: str, source: str = "s") -> Key:
     return (source, f"https://example.com/{name}")
 
@@ -118,7 +135,7 @@ def near(rep: Key, a: Text, b: Text) -> Decision:
 
 
 def test_exact_duplicate_is_the_same_hash_under_another_identity_seen_earlier() -> None:
-    policy = DedupePolicy(DEFAULT)
+    policy = policy_of(DEFAULT)
     assert decide(policy, key("p1"), A) == (REPRESENTATIVE, [])
     assert decide(policy, key("p2"), A) == (exact(key("p1")), [])
     assert decide(policy, key("p3", "other"), A) == (exact(key("p1")), [])
@@ -128,7 +145,7 @@ def test_exact_duplicate_is_the_same_hash_under_another_identity_seen_earlier() 
 
 
 def test_near_duplicate_is_a_candidate_above_the_threshold() -> None:
-    policy = DedupePolicy(DEFAULT)
+    policy = policy_of(DEFAULT)
     decide(policy, key("p1"), A)
     decide(policy, key("b"), B)
     assert decide(policy, key("p2"), A2) == (near(key("p1"), A, A2), [])
@@ -137,7 +154,7 @@ def test_near_duplicate_is_a_candidate_above_the_threshold() -> None:
 
 
 def test_each_source_is_judged_by_its_own_threshold() -> None:
-    policy = DedupePolicy(DEFAULT, {"strict": 0.95, "loose": 0.8})
+    policy = policy_of(DEFAULT, {"strict": 0.95, "loose": 0.8})
     assert policy.threshold("strict") == 0.95 and policy.threshold("unknown") == 0.85
     decide(policy, key("p1"), A)
     assert decide(policy, key("x", "strict"), A2)[0] == REPRESENTATIVE
@@ -150,7 +167,7 @@ def test_each_source_is_judged_by_its_own_threshold() -> None:
 
 
 def test_the_representative_is_the_page_seen_first() -> None:
-    policy = DedupePolicy(DEFAULT)
+    policy = policy_of(DEFAULT)
     # stored order first (first_seen_at): p2 was seen before p1
     policy.restore([known(key("p2"), B), known(key("p1"), C)])
     assert decide(policy, key("p1"), A) == (REPRESENTATIVE, [])
@@ -166,7 +183,7 @@ def test_the_representative_is_the_page_seen_first() -> None:
 
 
 def test_empty_pages_are_never_duplicates_nor_representatives() -> None:
-    policy = DedupePolicy(DEFAULT)
+    policy = policy_of(DEFAULT)
     assert decide(policy, key("e1"), EMPTY) == (REPRESENTATIVE, [])
     assert decide(policy, key("e2"), EMPTY) == (REPRESENTATIVE, [])
     decide(policy, key("p1"), A)
@@ -180,7 +197,7 @@ def test_empty_pages_are_never_duplicates_nor_representatives() -> None:
 
 
 def test_an_older_page_that_takes_a_newer_pages_content_displaces_it() -> None:
-    policy = DedupePolicy(DEFAULT)
+    policy = policy_of(DEFAULT)
     policy.restore(
         [
             known(key("old"), B),
@@ -201,7 +218,7 @@ def test_an_older_page_that_takes_a_newer_pages_content_displaces_it() -> None:
 
 
 def test_a_representative_that_moves_releases_its_duplicates() -> None:
-    policy = DedupePolicy(DEFAULT)
+    policy = policy_of(DEFAULT)
     policy.restore(
         [
             known(key("rep"), A),
@@ -225,7 +242,7 @@ def test_a_representative_that_moves_releases_its_duplicates() -> None:
 
 
 def test_only_changed_decisions_are_reported() -> None:
-    policy = DedupePolicy(DEFAULT)
+    policy = policy_of(DEFAULT)
     policy.restore(
         [
             known(key("rep"), A),
@@ -245,14 +262,14 @@ def test_only_changed_decisions_are_reported() -> None:
 
 
 def test_a_small_change_keeps_a_copy_as_a_near_duplicate() -> None:
-    policy = DedupePolicy(DEFAULT)
+    policy = policy_of(DEFAULT)
     policy.restore([known(key("rep"), A), known(key("copy"), A, exact(key("rep")))])
     _, changes = decide(policy, key("rep"), A1)
     assert changes == [Reassignment(key("copy"), near(key("rep"), A1, A))]
 
 
 def test_a_dependent_whose_content_moved_is_not_decided_with_stale_content() -> None:
-    policy = DedupePolicy(DEFAULT)
+    policy = policy_of(DEFAULT)
     policy.restore(
         [
             known(key("rep"), A),
@@ -273,7 +290,7 @@ def test_a_dependent_whose_content_moved_is_not_decided_with_stale_content() -> 
 
 def test_a_representative_that_becomes_a_duplicate_releases_its_duplicates() -> None:
     """No chain: a page never stays the duplicate of a page that became a duplicate."""
-    policy = DedupePolicy(DEFAULT)
+    policy = policy_of(DEFAULT)
     policy.restore(
         [
             known(key("a"), B),
@@ -291,7 +308,7 @@ def test_a_representative_that_becomes_a_duplicate_releases_its_duplicates() -> 
 
 
 def test_a_stored_chain_is_healed_when_touched() -> None:
-    policy = DedupePolicy(DEFAULT)
+    policy = policy_of(DEFAULT)
     policy.restore(
         [
             known(key("s"), A),
@@ -304,7 +321,7 @@ def test_a_stored_chain_is_healed_when_touched() -> None:
 
 
 def test_restore_indexes_only_representatives_and_refuses_other_params() -> None:
-    policy = DedupePolicy(DEFAULT, {"strict": 0.95})
+    policy = policy_of(DEFAULT, {"strict": 0.95})
     n = policy.restore(
         [
             known(key("rep"), A),
@@ -321,15 +338,13 @@ def test_restore_indexes_only_representatives_and_refuses_other_params() -> None
     other = dataclasses.replace(DEFAULT, shingle_size=4).fingerprint()
     bad_rep = dataclasses.replace(known(key("rep"), A), minhash_params=other)
     with pytest.raises(ParamsMismatchError):
-        DedupePolicy(DEFAULT).restore([bad_rep])
+        policy_of(DEFAULT).restore([bad_rep])
     bad_dup = dataclasses.replace(known(key("d"), A, exact(key("rep"))), minhash_params=other)
     with pytest.raises(ParamsMismatchError):
-        DedupePolicy(DEFAULT).restore([known(key("rep"), A), bad_dup])
+        policy_of(DEFAULT).restore([known(key("rep"), A), bad_dup])
     # another banding (threshold) is fine: the indexes are rebuilt from the signatures
     rebanded = dataclasses.replace(DEFAULT, threshold=0.7).fingerprint()
-    DedupePolicy(DEFAULT).restore(
-        [dataclasses.replace(known(key("r"), A), minhash_params=rebanded)]
-    )
+    policy_of(DEFAULT).restore([dataclasses.replace(known(key("r"), A), minhash_params=rebanded)])
 
 
 # --------------------------------------------------------------------------- cost
@@ -343,7 +358,7 @@ def filler(n: int) -> list[Text]:
 def test_a_changed_representative_costs_its_dependents_not_the_run() -> None:
     """Re-evaluation examines the 2 duplicates of the page, not the 5,000 pages of the run."""
     pages = filler(5_000)
-    policy = DedupePolicy(DEFAULT)
+    policy = policy_of(DEFAULT)
     decide(policy, key("rep"), A)
     decide(policy, key("copy"), A)
     decide(policy, key("close"), A1)
@@ -368,102 +383,9 @@ def test_restored_dependents_cost_the_same() -> None:
         known(key("copy"), A, exact(key("rep"))),
         known(key("close"), A1, near(key("rep"), A, A1)),
     ]
-    policy = DedupePolicy(DEFAULT)
+    policy = policy_of(DEFAULT)
     policy.restore(stored)
     for i in range(0, 5_000, 2):  # this run refreshes half of them
         decide(policy, key(f"f{i}"), pages[i])
     decide(policy, key("rep"), C)
     assert policy.examined == 2
-
-
-# --------------------------------------------------------------------------- property
-
-POOL = texts(
-    article("alpha"),
-    article("alpha", 1),
-    article("alpha", 2),
-    article("alpha", 3),
-    article("beta"),
-    article("beta", 1),
-    article("beta", 2),
-    article("gamma"),
-    "",
-)
-SOURCES = {"a": 0.85, "b": 0.95}
-KEYS = [key(f"p{i}", source) for i in range(4) for source in SOURCES]
-
-
-@dataclass
-class Stored:
-    """What the store holds of one page once the pipeline's output is written."""
-
-    text: Text
-    decision: Decision
-
-
-class Model:
-    """The store as the pipeline writes it: item decisions, then reassignments."""
-
-    def __init__(self) -> None:
-        self.pages: dict[Key, Stored] = {}  # insertion order = first-seen order
-        self.policy = DedupePolicy(DEFAULT, SOURCES)
-
-    def write(self, k: Key, t: Text) -> None:
-        decision, changes = decide(self.policy, k, t)
-        assert k not in {c.key for c in changes}
-        self.pages[k] = Stored(t, decision)
-        for change in changes:
-            assert change.key in self.pages
-            assert change.decision != self.pages[change.key].decision, "unchanged reported"
-            self.pages[change.key].decision = change.decision
-
-    def restart(self) -> None:
-        """A new crawl: the state comes back from the store."""
-        self.policy = DedupePolicy(DEFAULT, SOURCES)
-        self.policy.restore(known(k, p.text, p.decision) for k, p in self.pages.items())
-
-    def check(self) -> None:
-        rank = {k: i for i, k in enumerate(self.pages)}
-        held: dict[str, Key] = {}
-        for k, page in self.pages.items():
-            decision = page.decision
-            assert self.policy.decision(k) == decision, k
-            rep = decision.duplicate_of
-            if rep is None:
-                if page.text.words:  # one representative per content hash
-                    assert held.setdefault(page.text.digest, k) == k, (k, held)
-                continue
-            target = self.pages[rep]
-            # never the duplicate of a duplicate, nor of a newer or an empty page
-            assert target.decision == REPRESENTATIVE, (k, rep, target.decision)
-            assert rank[rep] < rank[k]
-            assert page.text.words and target.text.words
-            if decision.kind == EXACT:
-                assert page.text.digest == target.text.digest and decision.score == 1.0
-            else:
-                assert decision.kind == NEAR and decision.score is not None
-                assert decision.score == round(sim(page.text, target.text), 4)
-                assert decision.score >= SOURCES[k[0]]
-        for k, page in self.pages.items():
-            if not page.text.words:
-                assert self.policy.dependents(k) == []
-
-
-#: (page, text) steps; the text index len(POOL) stands for a new crawl, restored from the store
-STEPS = st.lists(
-    st.tuples(st.sampled_from(KEYS), st.integers(0, len(POOL))), min_size=20, max_size=60
-)
-
-
-@settings(max_examples=300, deadline=None, derandomize=True)
-@given(STEPS)
-def test_decisions_stay_consistent_over_any_sequence_of_adds_and_changes(
-    steps: list[tuple[Key, int]],
-) -> None:
-    model = Model()
-    for k, i in steps:
-        if i == len(POOL):
-            model.restart()
-        else:
-            model.write(k, POOL[i])
-        model.check()
