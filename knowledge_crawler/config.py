@@ -64,6 +64,11 @@ class KcConfig:
     shingle_size: int = 3
     #: the longest passage (the unit of search) a page's content is split into, in words
     passage_words: int = 200
+    #: pages whose dedupe state (content hash, signature, LSH entries, decision; about
+    #: 1.2 KB a page) a crawl keeps in memory; past this it moves into a temporary SQLite
+    #: file (in SQLITE_TMPDIR or TMPDIR) so that memory stops growing with the pages seen;
+    #: 0: in that file from the start
+    dedupe_memory_pages: int = 20_000
     #: worker processes for the CPU-heavy work of pipeline stages 1-4 (extract, clean,
     #: canonicalize, fingerprint), so that it runs beside the crawl's event loop; -1: one
     #: fewer than the machine's CPUs (at least one); 0: none, the stages run in the crawl
@@ -135,6 +140,10 @@ class KcConfig:
             raise ConfigError(
                 f"KC_STAGE_WORKERS must be -1 (one fewer than the CPUs), 0 or more, "
                 f"got {self.stage_workers}"
+            )
+        if self.dedupe_memory_pages < 0:
+            raise ConfigError(
+                f"KC_DEDUPE_MEMORY_PAGES must be 0 or more, got {self.dedupe_memory_pages}"
             )
         for name in ("store_busy_timeout", "store_retry_seconds", "progress_seconds"):
             if getattr(self, name) < 0:

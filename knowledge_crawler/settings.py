@@ -38,6 +38,7 @@ KC_MINHASH_PERMUTATIONS = _DEFAULTS.minhash_permutations
 KC_MINHASH_SEED = _DEFAULTS.minhash_seed
 KC_SHINGLE_SIZE = _DEFAULTS.shingle_size
 KC_PASSAGE_WORDS = _DEFAULTS.passage_words
+KC_DEDUPE_MEMORY_PAGES = _DEFAULTS.dedupe_memory_pages
 KC_STAGE_WORKERS = _DEFAULTS.stage_workers
 KC_ALLOW_PRIVATE_ADDRESSES = _DEFAULTS.allow_private_addresses
 KC_REDIS_URL = os.environ.get("KC_REDIS_URL", _DEFAULTS.redis_url)

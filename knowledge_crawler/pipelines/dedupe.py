@@ -10,11 +10,17 @@ each page in memory: ``process_item`` never calls the store. Decisions about
 other, already stored pages travel with the item as ``store.DuplicateUpdate``
 values, written in the same transaction as the page.
 
+Past ``KC_DEDUPE_MEMORY_PAGES`` pages, the policy's state moves (once, on that
+thread) into a temporary SQLite file (:class:`knowledge_crawler.dedupe_scratch.ScratchDedupeState`),
+so that the crawl's memory stops growing with the pages it has seen; from then on
+each decision runs on a thread of its own, one page after another, in the order the
+pages came, never on the reactor thread. A store with more pages than that is
+restored straight into the file.
+
 When several processes crawl together (``KC_REDIS_URL``), every decision goes
 through the crawl's dedupe log in Redis (:class:`knowledge_crawler.dedupe_log.SharedDedupe`)
 so that all of them judge against the same pages: the Redis round trip and the
-policy run on a thread of their own, one page after another, never on the
-reactor thread.
+policy run on that thread too.
 """
 
 from __future__ import annotations
@@ -24,13 +30,13 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from scrapy.exceptions import DropItem
 
 from knowledge_crawler.dedupe_log import SharedDedupe
+from knowledge_crawler.dedupe_scratch import ScratchDedupeState
 from knowledge_crawler.errors import ConfigError
 from knowledge_crawler.items import PageItem
 from knowledge_crawler.pipelines._base import KcPipeline
@@ -49,11 +55,16 @@ def duplicate_update(change: Reassignment) -> DuplicateUpdate:
 class DedupePipeline(KcPipeline):
     #: the crawl's shared dedupe log, when several processes crawl together
     shared: SharedDedupe | None = None
+    #: where decisions run once they no longer run on the reactor thread
     _thread: ThreadPoolExecutor | None = None
+    #: the policy's state once it is kept in a file
+    _scratch: ScratchDedupeState | None = None
 
     async def open_spider(self) -> None:
         spider = self.crawler.spider
-        if spider is not None and getattr(spider, "shared_frontier", False):
+        self._limit = self.runtime.config.dedupe_memory_pages
+        self._shared_mode = bool(getattr(spider, "shared_frontier", False))
+        if spider is not None and self._shared_mode:
             import redis
 
             from knowledge_crawler.frontier import CrawlKeys
@@ -66,25 +77,33 @@ class DedupePipeline(KcPipeline):
             member = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
             self._stream = stream
             self._member = member
-            self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kc-dedupe")
+            self._start_thread()
         await asyncio.to_thread(self._restore)
 
     async def close_spider(self) -> None:
         if self._thread is not None:
             self._thread.shutdown(wait=True)
+        if self._shared_mode:
             self._server.close()
+        if self._scratch is not None:
+            self._scratch.close()
+
+    def _start_thread(self) -> None:
+        if self._thread is None:
+            self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kc-dedupe")
 
     def _restore(self) -> None:
         started = time.monotonic()
         # One index per threshold in use: the sources' own, and the default that pages
         # of sources outside this crawl are judged by. All are built here.
         thresholds = {sid: s.near_duplicate_threshold for sid, s in self.runtime.sources.items()}
-        self.policy = DedupePolicy(self.runtime.minhash_params(), thresholds)
         # A store.DedupeRow is a StoredPage (checked structurally by mypy here): the
         # rows reach the policy as they are, without a copy of every stored page.
-        rows: Iterable[StoredPage] = self.runtime.store.dedupe_state()
+        rows: list[StoredPage] = list(self.runtime.store.dedupe_state())
+        state = self._new_scratch(len(rows)) if len(rows) > self._limit else None
+        self.policy = DedupePolicy(self.runtime.minhash_params(), thresholds, state=state)
         try:
-            if self._thread is None:
+            if not self._shared_mode:
                 restored = self.policy.restore(rows)
             else:
                 self.shared = SharedDedupe(self.policy, self._server, self._stream, self._member)
@@ -95,43 +114,83 @@ class DedupePipeline(KcPipeline):
         self.stats.set_value("kc/dedupe/restored_pages", restored)
         self.stats.set_value("kc/dedupe/restore_seconds", round(time.monotonic() - started, 3))
 
+    def _new_scratch(self, pages: int) -> ScratchDedupeState:
+        """The file the policy's state goes to, and the thread that decides from now on."""
+        self._scratch = ScratchDedupeState()
+        self._start_thread()
+        self.stats.set_value("kc/dedupe/state_moved_at_pages", pages)
+        logger.info(
+            "dedupe state of %d pages: from now on in a temporary file, decided on a thread",
+            pages,
+        )
+        return self._scratch
+
     def process_item(self, item: Any) -> Any:
-        if self.shared is not None and isinstance(item, PageItem):
-            return self._process_shared(item)  # a coroutine, awaited by Scrapy
-        return super().process_item(item)
+        if not isinstance(item, PageItem):
+            return item
+        if self._thread is None and len(self.policy) >= self._limit:
+            # the state moves now, on the thread; every decision after it queues behind
+            scratch = self._new_scratch(len(self.policy))
+            assert self._thread is not None
+            self._thread.submit(self._move, scratch)
+        if self._thread is not None:
+            return self._process_threaded(item)  # a coroutine, awaited by Scrapy
+        return self.process_page(item)
+
+    def _move(self, scratch: ScratchDedupeState) -> None:
+        started = time.monotonic()
+        try:
+            self.policy.move_to(scratch)
+        except Exception:  # the state stays in memory, whole: decisions go on from there
+            self.inc("dedupe/state_move_failed")
+            logger.exception("the dedupe state could not move to a temporary file")
+        else:
+            self.stats.set_value(
+                "kc/dedupe/state_move_seconds", round(time.monotonic() - started, 3)
+            )
 
     def process_page(self, item: PageItem) -> PageItem:
+        return self._judged(item, *self._decide(item))
+
+    def _decide(self, item: PageItem) -> tuple[Decision, list[Reassignment], int]:
         examined = self.policy.examined
         decision, changes = self.policy.decide(
             (item.source_id, item.canonical_url), item.content_hash, item.minhash, item.word_count
         )
-        self.inc("dedupe/reevaluated", self.policy.examined - examined)
-        return self._judged(item, decision, changes)
+        return decision, changes, self.policy.examined - examined
 
-    async def _process_shared(self, item: PageItem) -> PageItem:
+    def _decide_shared(self, item: PageItem) -> tuple[Decision, list[Reassignment], int]:
         shared = self.shared
         assert shared is not None
         examined = shared.examined
+        decision, changes = shared.decide(
+            (item.source_id, item.canonical_url), item.content_hash, item.minhash, item.word_count
+        )
+        return decision, changes, shared.examined - examined
+
+    async def _process_threaded(self, item: PageItem) -> PageItem:
+        shared = self.shared
+        decide = self._decide if shared is None else self._decide_shared
         try:
-            decision, changes = await asyncio.get_running_loop().run_in_executor(
-                self._thread,
-                shared.decide,
-                (item.source_id, item.canonical_url),
-                item.content_hash,
-                item.minhash,
-                item.word_count,
-            )
-        except Exception as exc:  # Redis gone past its client's retries: not judged, not stored
+            decided = await asyncio.get_running_loop().run_in_executor(self._thread, decide, item)
+        except Exception as exc:
+            if shared is None:
+                self.inc("dedupe/state_failed")
+                raise
+            # Redis gone past its client's retries: not judged, not stored
             self.inc("dedupe/shared_failed")
             logger.error(
                 "shared dedupe log %s: %s: %s not stored", self._stream, exc, item.final_url
             )
             raise DropItem(f"shared dedupe log unavailable: {exc}") from exc
-        self.stats.set_value("kc/dedupe/shared_replayed", shared.replayed)
-        self.inc("dedupe/reevaluated", shared.examined - examined)
-        return self._judged(item, decision, changes)
+        if shared is not None:
+            self.stats.set_value("kc/dedupe/shared_replayed", shared.replayed)
+        return self._judged(item, *decided)
 
-    def _judged(self, item: PageItem, decision: Decision, changes: list[Reassignment]) -> PageItem:
+    def _judged(
+        self, item: PageItem, decision: Decision, changes: list[Reassignment], examined: int
+    ) -> PageItem:
+        self.inc("dedupe/reevaluated", examined)
         item.duplicate_of, item.duplicate_kind, item.duplicate_score = (
             decision.duplicate_of,
             decision.kind,

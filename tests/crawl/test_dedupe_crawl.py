@@ -63,6 +63,33 @@ async def test_copies_and_near_copies_are_marked_and_stable(site: TestSite, db_u
     assert again.stats.get_value("kc/dedupe/reassigned", 0) == 0
 
 
+@coroutine_test
+async def test_a_state_moved_out_of_memory_decides_the_same(
+    site: TestSite, db_url: str, tmp_path: Path
+) -> None:
+    """Past KC_DEDUPE_MEMORY_PAGES the state moves into a temporary file mid-crawl; a
+    store larger than that is restored straight into one: every decision is the same."""
+    await run_crawl(db_url, seeds=site.url)
+    expected = decisions(db_url)
+
+    moved_url = f"sqlite:///{tmp_path}/moved.db"
+    crawler = await run_crawl(moved_url, {"KC_DEDUPE_MEMORY_PAGES": 5}, seeds=site.url)
+    assert crawler.stats.get_value("kc/dedupe/state_moved_at_pages") == 5
+    assert crawler.stats.get_value("kc/dedupe/state_move_seconds") is not None
+    assert crawler.stats.get_value("kc/dedupe/state_move_failed") is None
+    assert decisions(moved_url) == expected
+    found = crawler.stats.get_value("kc/dedupe/exact", 0) + crawler.stats.get_value(
+        "kc/dedupe/near", 0
+    )
+    assert found == sum(1 for d in expected.values() if d[0] is not None)
+
+    again = await run_crawl(moved_url, {"KC_DEDUPE_MEMORY_PAGES": 0}, seeds=site.url)
+    assert again.stats.get_value("kc/dedupe/state_moved_at_pages") == len(expected)
+    assert again.stats.get_value("kc/dedupe/restored_pages") == len(expected)
+    assert again.stats.get_value("kc/dedupe/reassigned", 0) == 0
+    assert decisions(moved_url) == expected
+
+
 def seeds_file(tmp_path: Path, site: TestSite, *paths: str, depth: int = 5) -> str:
     """A source "site" starting at ``paths`` (the whole site by default)."""
     urls = ", ".join(f'"{site.url.rstrip("/")}{p}"' for p in paths or ("/",))
