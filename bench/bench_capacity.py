@@ -54,6 +54,11 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from _common import doc_parser, meter_name, run_crawl, site_pid, wait_warm  # noqa: E402
 
+from knowledge_crawler.config import DEFAULTS  # noqa: E402
+
+#: pages whose dedupe state a crawl keeps in memory (KC_DEDUPE_MEMORY_PAGES's default)
+DEDUPE_MEMORY_PAGES = DEFAULTS.dedupe_memory_pages
+
 POSTGRES_URL = os.environ.get("KC_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("KC_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 DOC = REPO / "docs" / "scaling.md"
@@ -352,6 +357,7 @@ def process_memory(records: list[Any], copies: int) -> dict[str, float]:
     """Bytes a crawl process holds per stored page: known pages, dedupe state."""
     import numpy as np
 
+    from knowledge_crawler.dedupe_scratch import ScratchDedupeState
     from knowledge_crawler.store import KnownPage
     from knowledge_crawler.sync.dedupe import DedupePolicy
     from knowledge_crawler.sync.dedupe import KnownPage as DedupeRow
@@ -408,6 +414,11 @@ def process_memory(records: list[Any], copies: int) -> dict[str, float]:
     out["dedupe_page"] = tracemalloc.get_traced_memory()[0] / len(rows)
     tracemalloc.stop()
     del policy
+    # past KC_DEDUPE_MEMORY_PAGES the same state is kept in a temporary file instead
+    scratch = ScratchDedupeState()
+    DedupePolicy(DEFAULT, state=scratch).restore(dedupe_rows)
+    out["dedupe_file_page"] = scratch.file_bytes() / len(rows)
+    scratch.close()
     out["pages_measured"] = len(rows)
     return out
 
@@ -427,7 +438,9 @@ def model(m: dict[str, Any], corpus: int, change: float, cores: int, gib: float)
     crawler_cores = checks * (change * cpu_200 + (1 - change) * cpu_304) / 1000
     db_cores = checks * (change * server_200 + (1 - change) * server_304) / 1000
     machine_ram = gib * 2**30
-    per_process_page = m["memory"]["known_page"] + m["memory"]["dedupe_page"]
+    # the dedupe state stays in memory up to KC_DEDUPE_MEMORY_PAGES pages, then in a file
+    per_process_page = m["memory"]["known_page"]
+    dedupe_memory = min(corpus, DEDUPE_MEMORY_PAGES) * m["memory"]["dedupe_page"]
     redis = m["redis"]
     bytes_200 = crawl["full"]["bytes"]
     bytes_304 = crawl["revalidate"]["bytes"]
@@ -450,8 +463,9 @@ def model(m: dict[str, Any], corpus: int, change: float, cores: int, gib: float)
         "redis_log": corpus * change * redis["dedupe_entry"],
         "db_bytes": corpus * pg["page_bytes"],
         "db_growth_day": corpus * change * pg["version_bytes"],
-        "process_bytes": corpus * per_process_page,
-        "process_pages_max": machine_ram / per_process_page,
+        "process_bytes": corpus * per_process_page + dedupe_memory,
+        "process_pages_max": (machine_ram - dedupe_memory) / per_process_page,
+        "dedupe_file_bytes": corpus * m["memory"]["dedupe_file_page"],
         "write_rows_s": checks,
         "touch_rows_s": pg["touch_rows_s"],
         "changed_rows_s": pg["changed_rows_s"],
@@ -482,7 +496,7 @@ def render(m: dict[str, Any], x: dict[str, Any], args: Any, cmd: str) -> str:
     corpus, change, cores = args.corpus, args.change_rate, args.machine_cores
     ram = args.machine_gib * 2**30
     machine = f"{args.machine_gib:g} GiB"
-    per_page = mem["known_page"] + mem["dedupe_page"]
+    per_page = mem["known_page"]
     lines = [
         "# Capacity model: a large corpus refreshed daily",
         "",
@@ -543,8 +557,13 @@ def render(m: dict[str, Any], x: dict[str, Any], args: Any, cmd: str) -> str:
                 ("Redis: a dedupe log entry (a page judged)", rd["dedupe_entry"]),
                 ("crawl process: a known page (validators, schedule)", mem["known_page"]),
                 (
-                    "crawl process: a page of dedupe state (exact map, LSH, ranks)",
+                    "crawl process: a page of dedupe state (exact map, LSH, ranks), "
+                    f"up to KC_DEDUPE_MEMORY_PAGES ({DEDUPE_MEMORY_PAGES:,})",
                     mem["dedupe_page"],
+                ),
+                (
+                    "temporary file: a page of dedupe state past KC_DEDUPE_MEMORY_PAGES",
+                    mem["dedupe_file_page"],
                 ),
                 ("SQLite: a page with its passages and FTS5 index", sq["page_bytes"]),
                 (
@@ -649,14 +668,16 @@ def render(m: dict[str, Any], x: dict[str, Any], args: Any, cmd: str) -> str:
         "## What saturates first",
         "",
         f"1. **The memory of each crawl process.** A process loads the known pages of its "
-        f"sources and restores the whole dedupe state, and in a shared crawl every process "
-        f"holds a full copy: {per_page:,.0f} bytes a page, so a {machine} machine holds at "
-        f"most {x['process_pages_max'] / 1e6:,.1f} million pages, and {corpus:,} pages need "
-        f"{gib(x['process_bytes'])} in every process. More processes do not help: this is "
-        "the first limit, long before CPU. Beyond it the corpus must be split into crawls "
-        "of their own (by source: duplicates are judged within a crawl), each under that "
-        "size; or the known pages streamed from the database as they come due and the LSH "
-        "index held once in Redis instead of once per process.",
+        f"sources (in a shared crawl every process holds a full copy): {per_page:,.0f} bytes "
+        f"a page, so a {machine} machine holds at most "
+        f"{x['process_pages_max'] / 1e6:,.1f} million pages, and {corpus:,} pages need "
+        f"{gib(x['process_bytes'])} in every process. The dedupe state is not part of it "
+        f"past its first {DEDUPE_MEMORY_PAGES:,} pages (KC_DEDUPE_MEMORY_PAGES): it moves to "
+        f"a temporary SQLite file, {mem['dedupe_file_page']:,.0f} bytes a page, "
+        f"{gib(x['dedupe_file_bytes'])} of disk for the corpus. More processes do not help: "
+        "this is the first limit, long before CPU. Beyond it the corpus must be split into "
+        "crawls of their own (by source: duplicates are judged within a crawl), each under "
+        "that size; or the known pages streamed from the database as they come due.",
         f"2. **Crawler CPU** scales out: {x['crawler_machines']:,.1f} machines of {cores} cores "
         f"at full use for the daily refresh, most of it for the {1 - change:.0%} of checks "
         f"that are 304s ({crawl['revalidate']['cpu_ms']:.2f} ms each against "

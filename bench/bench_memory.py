@@ -17,7 +17,9 @@ peak RSS under 1 GB, no upward trend after warm-up.
 
 from __future__ import annotations
 
+import json
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -41,6 +43,9 @@ from _common import (  # noqa: E402
 )
 
 TARGET_PEAK_MIB = 1024
+#: "no upward trend": the second half's slope stays under this, MiB per 10,000 pages
+#: (about 100 bytes a page: no per-page state of a kilobyte can hide under it)
+TARGET_TREND_MIB = 1.0
 SAMPLE_SECONDS = 2.0
 
 
@@ -67,7 +72,17 @@ def crawl(site_url: str, db: Path) -> dict[str, Any]:
     wall, _ = run_sampled(
         crawl_argv(site_url, db), sample, every=SAMPLE_SECONDS, prog="bench_memory"
     )
-    return {"wall": wall, "samples": samples, "rows": stored_pages(db)}
+    return {"wall": wall, "samples": samples, "rows": stored_pages(db), "counters": counters(db)}
+
+
+def counters(db: Path) -> dict[str, Any]:
+    """The Scrapy stats of the crawl's run, as the store recorded them."""
+    conn = sqlite3.connect(db)
+    try:
+        row = conn.execute("SELECT counters FROM crawl_runs ORDER BY id DESC LIMIT 1").fetchone()
+    finally:
+        conn.close()
+    return json.loads(row[0] or "{}") if row else {}
 
 
 def main() -> int:
@@ -122,10 +137,22 @@ def main() -> int:
         f"{TARGET_PEAK_MIB} MiB); peak PSS of the crawl process with its workers "
         f"{peak_tree:.0f} MiB"
     )
+    trend = "**PASS**" if max(crawler_slope, tree_slope) < TARGET_TREND_MIB else "**FAIL**"
     print(
-        f"- trend over the second half ({len(second_half)} samples, least squares): crawl "
-        f"process {crawler_slope:+.1f} MiB per 10,000 pages, with its workers "
-        f"{tree_slope:+.1f} MiB per 10,000 pages"
+        f"- {trend} trend over the second half ({len(second_half)} samples, least squares): "
+        f"crawl process {crawler_slope:+.1f} MiB per 10,000 pages, with its workers "
+        f"{tree_slope:+.1f} MiB per 10,000 pages (target < {TARGET_TREND_MIB:g}: no upward "
+        "trend)"
+    )
+    moved = result["counters"].get("kc/dedupe/state_moved_at_pages")
+    print(
+        "- dedupe state: "
+        + (
+            f"moved to its temporary file at {moved:,} pages (KC_DEDUPE_MEMORY_PAGES) in "
+            f"{result['counters'].get('kc/dedupe/state_move_seconds', 0):.2f} s"
+            if moved is not None
+            else "in memory for the whole crawl"
+        )
     )
     return 0
 
