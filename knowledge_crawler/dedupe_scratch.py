@@ -365,12 +365,17 @@ class ScratchDedupeState:
     """A :class:`~knowledge_crawler.sync.dedupe.DedupeState` in a temporary SQLite
     database (see the module's docstring). :meth:`close` deletes it."""
 
-    def __init__(self, cache_kib: int = CACHE_KIB) -> None:
+    def __init__(self, cache_kib: int = CACHE_KIB, *, max_bytes: int | None = None) -> None:
+        """``max_bytes``: the largest the file may grow; past it a write fails with
+        ``sqlite3.OperationalError`` ("database or disk is full"), as on a full disk."""
         con = sqlite3.connect("", isolation_level=None, check_same_thread=False)
         con.execute("PRAGMA journal_mode = OFF")
         con.execute("PRAGMA synchronous = OFF")
         con.execute("PRAGMA locking_mode = EXCLUSIVE")
         con.execute(f"PRAGMA cache_size = -{int(cache_kib)}")
+        if max_bytes is not None:
+            (page,) = con.execute("PRAGMA page_size").fetchone()
+            con.execute(f"PRAGMA max_page_count = {max(1, int(max_bytes) // int(page))}")
         self._con = con
         self._writes = _Writes(con)
         key_codec = (_key_text, _text_key)

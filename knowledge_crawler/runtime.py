@@ -98,7 +98,8 @@ assert set(_COUNTER_SOURCES) == set(HEAD_COUNTERS)
 def run_outcome(reason: str, stats: Mapping[str, Any]) -> str:
     """How a run ended, from Scrapy's close ``reason`` and the crawl's stats.
 
-    ``failed`` when the store failed (``kc/store/failed``) or when none of the
+    ``failed`` when the store failed (``kc/store/failed``), when the dedupe state's
+    file failed (``kc/dedupe/state_failed``) or when none of the
     start URLs could be fetched (``kc/start/fetched`` 0 of ``kc/start/requested``
     > 0); ``interrupted`` on ``shutdown`` (Ctrl-C, SIGTERM); else ``finished``
     (a ``closespider_*`` limit is a normal end).
@@ -108,7 +109,7 @@ def run_outcome(reason: str, stats: Mapping[str, Any]) -> str:
     >>> run_outcome("shutdown", {}), run_outcome("closespider_pagecount", {})
     ('interrupted', 'finished')
     """
-    if stats.get("kc/store/failed"):
+    if stats.get("kc/store/failed") or stats.get("kc/dedupe/state_failed"):
         return "failed"
     if reason == "shutdown":
         return "interrupted"

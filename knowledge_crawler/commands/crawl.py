@@ -9,8 +9,9 @@ For the ``knowledge`` spider and every per-site spider derived from it:
   source, key; spider and attribute; path and reason) and exits with status 2,
   before any request;
 * the exit status follows the run's recorded outcome (``kc/outcome``):
-  0 ``finished``; 1 ``failed`` (none of the start URLs could be fetched, or the
-  database could not be written), with one line saying why; 130 ``interrupted``
+  0 ``finished``; 1 ``failed`` (none of the start URLs could be fetched, the
+  database could not be written, or the dedupe state's temporary file failed),
+  with one line saying why; 130 ``interrupted``
   (Ctrl-C or SIGTERM).
 
 Other spiders run as with Scrapy's own command.
@@ -40,6 +41,8 @@ def failure_reason(stats: Mapping[str, Any]) -> str:
     """One line on why a crawl failed, from its stats."""
     if stats.get("kc/store/failed"):
         return str(stats.get("kc/store/error") or "the database could not be written")
+    if stats.get("kc/dedupe/state_failed"):
+        return str(stats.get("kc/dedupe/error") or "the dedupe state file failed")
     requested = int(stats.get("kc/start/requested", 0))
     errors = {
         key.removeprefix("kc/fetch/error/"): int(value)

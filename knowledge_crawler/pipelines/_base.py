@@ -12,8 +12,28 @@ from typing import Any, Self
 
 from scrapy.crawler import Crawler
 
-from knowledge_crawler.items import PageItem
+from knowledge_crawler.items import FailureItem, PageItem
 from knowledge_crawler.runtime import Runtime, runtime_for
+from knowledge_crawler.store import utc_now
+from knowledge_crawler.sync.retry import Action, AttemptState
+
+
+def retry_later(item: PageItem, error: str) -> FailureItem:
+    """A fetched page that a transient failure kept from being stored, as a failed fetch
+    whose retry is due at once: the next crawl fetches it again (the pages that link to it
+    may answer 304, so their links would not lead to it). ``error`` is the failure's kind."""
+    now = utc_now()
+    return FailureItem(
+        source_id=item.source_id,
+        canonical_url=item.request_key or item.canonical_url,
+        url=item.url,
+        depth=item.depth,
+        failed_at=now,
+        status=None,
+        error=error,
+        action=Action.RETRY.value,
+        state=AttemptState(1, now, last_error=error, next_retry_at=now),
+    )
 
 
 class KcPipeline:

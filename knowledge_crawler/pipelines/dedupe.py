@@ -33,18 +33,26 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from scrapy.exceptions import DropItem
-
 from knowledge_crawler.dedupe_log import SharedDedupe
 from knowledge_crawler.dedupe_scratch import ScratchDedupeState
 from knowledge_crawler.errors import ConfigError
-from knowledge_crawler.items import PageItem
-from knowledge_crawler.pipelines._base import KcPipeline
+from knowledge_crawler.items import FailureItem, PageItem
+from knowledge_crawler.pipelines._base import KcPipeline, retry_later
 from knowledge_crawler.store import DuplicateUpdate
 from knowledge_crawler.sync.dedupe import Decision, DedupePolicy, Reassignment, StoredPage
 from knowledge_crawler.transform.minhash import ParamsMismatchError
 
 logger = logging.getLogger(__name__)
+
+#: Scrapy close reason of a crawl stopped because its dedupe state file failed, and the
+#: error kind of the pages it left unjudged (retried by the next crawl)
+DEDUPE_FAILED = "dedupe_failed"
+#: the error kind of a page the shared dedupe log could not judge (Redis gone)
+SHARED_FAILED = "dedupe_shared_failed"
+
+
+class _StateBroken(Exception):
+    """A decision not tried: the dedupe state's file failed before it."""
 
 
 def duplicate_update(change: Reassignment) -> DuplicateUpdate:
@@ -59,6 +67,8 @@ class DedupePipeline(KcPipeline):
     _thread: ThreadPoolExecutor | None = None
     #: the policy's state once it is kept in a file
     _scratch: ScratchDedupeState | None = None
+    #: why that file can no longer be used, once it failed (the crawl is stopping)
+    _broken: str | None = None
 
     async def open_spider(self) -> None:
         spider = self.crawler.spider
@@ -168,24 +178,66 @@ class DedupePipeline(KcPipeline):
         )
         return decision, changes, shared.examined - examined
 
-    async def _process_threaded(self, item: PageItem) -> PageItem:
+    def _decide_on_file(self, item: PageItem) -> tuple[Decision, list[Reassignment], int]:
+        """:meth:`_decide` on the thread; once a decision failed, none is tried again (the
+        file may be half written), also not those already queued behind it."""
+        if self._broken is not None:
+            raise _StateBroken(self._broken)
+        try:
+            return self._decide(item)
+        except Exception as exc:
+            self._broken = f"{type(exc).__name__}: {exc}"
+            raise
+
+    async def _process_threaded(self, item: PageItem) -> PageItem | FailureItem:
         shared = self.shared
-        decide = self._decide if shared is None else self._decide_shared
+        decide = self._decide_on_file if shared is None else self._decide_shared
+        if self._broken is not None:
+            return self._not_judged(item)
         try:
             decided = await asyncio.get_running_loop().run_in_executor(self._thread, decide, item)
         except Exception as exc:
             if shared is None:
-                self.inc("dedupe/state_failed")
-                raise
-            # Redis gone past its client's retries: not judged, not stored
-            self.inc("dedupe/shared_failed")
+                if not isinstance(exc, _StateBroken):
+                    self._state_failed(exc, item)
+                return self._not_judged(item)
+            # Redis gone past its client's retries: not judged, not stored, retried later
             logger.error(
-                "shared dedupe log %s: %s: %s not stored", self._stream, exc, item.final_url
+                "shared dedupe log %s: %s: %s not stored; the next crawl fetches it again",
+                self._stream,
+                exc,
+                item.final_url,
             )
-            raise DropItem(f"shared dedupe log unavailable: {exc}") from exc
+            return self._not_judged(item, SHARED_FAILED)
         if shared is not None:
             self.stats.set_value("kc/dedupe/shared_replayed", shared.replayed)
         return self._judged(item, *decided)
+
+    def _not_judged(self, item: PageItem, error: str = "dedupe_failed") -> FailureItem:
+        """A page the dedupe state cannot judge: not stored, retried by the next crawl."""
+        self.inc("dedupe/state_dropped" if error == DEDUPE_FAILED else "dedupe/shared_failed")
+        return retry_later(item, error)
+
+    def _state_failed(self, exc: Exception, item: PageItem) -> None:
+        """The state's file failed (a full disk): the state may be half written, so no
+        page is judged against it any more. Say so once and stop the crawl; this page
+        and those after it are not stored, and the next crawl fetches them again."""
+        self._broken = self._broken or f"{type(exc).__name__}: {exc}"
+        self.stats.set_value("kc/dedupe/state_failed", 1)
+        self.stats.set_value("kc/dedupe/error", f"the dedupe state file failed: {self._broken}")
+        logger.error(
+            "the dedupe state file failed, stopping the crawl: %s; %s and the pages after "
+            "it are not stored but kept as retries due at once (the next crawl fetches "
+            "them); SQLITE_TMPDIR or TMPDIR names where the file goes",
+            self._broken,
+            item.final_url,
+        )
+        engine = self.crawler.engine
+        if engine is not None and engine.spider is not None:
+            # Not awaited: closing waits for the items in flight, this one included.
+            self._close_task = asyncio.get_running_loop().create_task(
+                engine.close_spider_async(reason=DEDUPE_FAILED)
+            )
 
     def _judged(
         self, item: PageItem, decision: Decision, changes: list[Reassignment], examined: int

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,50 @@ async def test_a_state_moved_out_of_memory_decides_the_same(
     assert again.stats.get_value("kc/dedupe/restored_pages") == len(expected)
     assert again.stats.get_value("kc/dedupe/reassigned", 0) == 0
     assert decisions(moved_url) == expected
+
+
+@coroutine_test
+async def test_a_full_dedupe_file_stops_the_crawl_and_loses_nothing(
+    site: TestSite, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The state's file fills up mid-crawl (SQLite's own "database or disk is full"):
+    the crawl stops as failed, what it stored is right, and the next crawl stores the
+    rest, each page once, with the decisions of a crawl that never failed."""
+    await run_crawl(db_url, seeds=site.url)
+    expected = decisions(db_url)
+
+    from knowledge_crawler.dedupe_scratch import ScratchDedupeState
+    from knowledge_crawler.pipelines import dedupe
+
+    full_url = f"sqlite:///{tmp_path}/full.db"
+    small = functools.partial(ScratchDedupeState, max_bytes=80 * 1024)
+    monkeypatch.setattr(dedupe, "ScratchDedupeState", small)
+    crawler = await run_crawl(full_url, {"KC_DEDUPE_MEMORY_PAGES": 0}, seeds=site.url)
+    stats = crawler.stats
+    assert stats.get_value("kc/dedupe/state_failed") == 1
+    assert "full" in stats.get_value("kc/dedupe/error")
+    assert stats.get_value("kc/outcome") == "failed"
+    assert stats.get_value("finish_reason") == dedupe.DEDUPE_FAILED
+    stored = decisions(full_url)
+    assert 0 < len(stored) < len(expected)
+    assert stats.get_value("kc/dedupe/state_dropped") >= 1
+    for url, decision in stored.items():  # nothing judged against a broken state
+        assert decision == expected[url], url
+    # every page fetched but not judged is kept as a retry due at once
+    retries = query(
+        full_url, "SELECT canonical_url FROM fetch_attempts WHERE last_error = 'dedupe_failed'"
+    )
+    assert len(retries) == stats.get_value("kc/dedupe/state_dropped")
+    assert not {r["canonical_url"] for r in retries} & set(stored)
+
+    monkeypatch.undo()
+    again = await run_crawl(full_url, seeds=site.url)
+    assert again.stats.get_value("kc/outcome") == "finished"
+    assert decisions(full_url) == expected
+    rows = query(full_url, "SELECT canonical_url, count(*) AS n FROM pages GROUP BY 1")
+    assert len(rows) == len(expected) and {r["n"] for r in rows} == {1}
+    assert again.stats.get_value("kc/retry/due_from_store") >= len(retries)
+    assert not query(full_url, "SELECT 1 FROM fetch_attempts WHERE last_error = 'dedupe_failed'")
 
 
 def seeds_file(tmp_path: Path, site: TestSite, *paths: str, depth: int = 5) -> str:
