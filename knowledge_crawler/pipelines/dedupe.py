@@ -155,9 +155,8 @@ class DedupePipeline(KcPipeline):
             self.inc("dedupe/state_move_failed")
             logger.exception("the dedupe state could not move to a temporary file")
         else:
-            self.stats.set_value(
-                "kc/dedupe/state_move_seconds", round(time.monotonic() - started, 3)
-            )
+            moved_ms = round(1000 * (time.monotonic() - started))
+            self.stats.set_value("kc/dedupe/state_move_ms", moved_ms)
 
     def process_page(self, item: PageItem) -> PageItem:
         return self._judged(item, *self._decide(item))

@@ -76,7 +76,7 @@ async def test_a_state_moved_out_of_memory_decides_the_same(
     moved_url = f"sqlite:///{tmp_path}/moved.db"
     crawler = await run_crawl(moved_url, {"KC_DEDUPE_MEMORY_PAGES": 5}, seeds=site.url)
     assert crawler.stats.get_value("kc/dedupe/state_moved_at_pages") == 5
-    assert crawler.stats.get_value("kc/dedupe/state_move_seconds") is not None
+    assert crawler.stats.get_value("kc/dedupe/state_move_ms") is not None
     assert crawler.stats.get_value("kc/dedupe/state_move_failed") is None
     assert decisions(moved_url) == expected
     found = crawler.stats.get_value("kc/dedupe/exact", 0) + crawler.stats.get_value(
