@@ -38,6 +38,7 @@ import contextlib
 import io
 import os
 import threading
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -72,6 +73,9 @@ ARCHIVE_FOLDER = "archive"
 
 #: headers left out of an archived header block: Scrapy has undone them on the body
 DROPPED_HEADERS = frozenset({"content-encoding", "transfer-encoding"})
+
+#: zlib level of each record's gzip member (zlib's and gzip's default)
+GZIP_LEVEL = 6
 
 _SOFTWARE = f"knowledge_crawler/{__version__}"
 _SUFFIX = ".warc.gz"
@@ -191,7 +195,10 @@ class WarcWriter:
         self._size = 0
         self._records = 0  # response records in the current file
         self._seq = 0
-        self._warc = WARCWriter(io.BytesIO(), gzip=True, warc_version="1.1")
+        # Records are written plain and compressed here, one gzip member each, at zlib's
+        # default level: warcio's own wrapper compresses at level 9, about twice the CPU
+        # for 0.6% fewer bytes on HTML.
+        self._warc = WARCWriter(io.BytesIO(), gzip=False, warc_version="1.1")
 
     def write_response(
         self,
@@ -246,7 +253,8 @@ class WarcWriter:
         out = io.BytesIO()
         self._warc.out = out
         self._warc.write_record(record)
-        return out.getvalue()
+        gz = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, zlib.MAX_WBITS + 16)
+        return gz.compress(out.getbuffer()) + gz.flush()
 
     def _open_file(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
