@@ -29,6 +29,7 @@ import asyncio
 import logging
 import os
 import socket
+import sqlite3
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -108,7 +109,7 @@ class DedupePipeline(KcPipeline):
         # of sources outside this crawl are judged by. All are built here.
         thresholds = {sid: s.near_duplicate_threshold for sid, s in self.runtime.sources.items()}
         # A store.DedupeRow is a StoredPage (checked structurally by mypy here): the
-        # rows reach the policy as they are, without a copy of every stored page.
+        # rows reach the policy as they are, in a list to count them first.
         rows: list[StoredPage] = list(self.runtime.store.dedupe_state())
         state = self._new_scratch(len(rows)) if len(rows) > self._limit else None
         self.policy = DedupePolicy(self.runtime.minhash_params(), thresholds, state=state)
@@ -138,7 +139,7 @@ class DedupePipeline(KcPipeline):
     def process_item(self, item: Any) -> Any:
         if not isinstance(item, PageItem):
             return item
-        if self._thread is None and len(self.policy) >= self._limit:
+        if self._scratch is None and len(self.policy) >= self._limit:
             # the state moves now, on the thread; every decision after it queues behind
             scratch = self._new_scratch(len(self.policy))
             assert self._thread is not None
@@ -162,44 +163,39 @@ class DedupePipeline(KcPipeline):
         return self._judged(item, *self._decide(item))
 
     def _decide(self, item: PageItem) -> tuple[Decision, list[Reassignment], int]:
-        examined = self.policy.examined
-        decision, changes = self.policy.decide(
+        """The page's decision, the others it changed, and how many duplicates were
+        decided again; through the shared dedupe log when there is one."""
+        decider = self.policy if self.shared is None else self.shared
+        examined = decider.examined
+        decision, changes = decider.decide(
             (item.source_id, item.canonical_url), item.content_hash, item.minhash, item.word_count
         )
-        return decision, changes, self.policy.examined - examined
+        return decision, changes, decider.examined - examined
 
-    def _decide_shared(self, item: PageItem) -> tuple[Decision, list[Reassignment], int]:
-        shared = self.shared
-        assert shared is not None
-        examined = shared.examined
-        decision, changes = shared.decide(
-            (item.source_id, item.canonical_url), item.content_hash, item.minhash, item.word_count
-        )
-        return decision, changes, shared.examined - examined
-
-    def _decide_on_file(self, item: PageItem) -> tuple[Decision, list[Reassignment], int]:
-        """:meth:`_decide` on the thread; once a decision failed, none is tried again (the
-        file may be half written), also not those already queued behind it."""
+    def _decide_on_thread(self, item: PageItem) -> tuple[Decision, list[Reassignment], int]:
+        """:meth:`_decide` on the thread. Once a decision failed on the state's file, none
+        is tried again (the file may be half written), also not those queued behind it."""
         if self._broken is not None:
             raise _StateBroken(self._broken)
         try:
             return self._decide(item)
         except Exception as exc:
-            self._broken = f"{type(exc).__name__}: {exc}"
+            if self.shared is None or isinstance(exc, sqlite3.Error):
+                self._broken = f"{type(exc).__name__}: {exc}"
             raise
 
     async def _process_threaded(self, item: PageItem) -> PageItem | FailureItem:
-        shared = self.shared
-        decide = self._decide_on_file if shared is None else self._decide_shared
         if self._broken is not None:
-            return self._not_judged(item)
+            return self._not_judged(item, DEDUPE_FAILED)
         try:
-            decided = await asyncio.get_running_loop().run_in_executor(self._thread, decide, item)
+            decided = await asyncio.get_running_loop().run_in_executor(
+                self._thread, self._decide_on_thread, item
+            )
         except Exception as exc:
-            if shared is None:
+            if self._broken is not None:  # the state's file failed
                 if not isinstance(exc, _StateBroken):
-                    self._state_failed(exc, item)
-                return self._not_judged(item)
+                    self._state_failed(item)
+                return self._not_judged(item, DEDUPE_FAILED)
             # Redis gone past its client's retries: not judged, not stored, retried later
             logger.error(
                 "shared dedupe log %s: %s: %s not stored; the next crawl fetches it again",
@@ -208,20 +204,19 @@ class DedupePipeline(KcPipeline):
                 item.final_url,
             )
             return self._not_judged(item, SHARED_FAILED)
-        if shared is not None:
-            self.stats.set_value("kc/dedupe/shared_replayed", shared.replayed)
+        if self.shared is not None:
+            self.stats.set_value("kc/dedupe/shared_replayed", self.shared.replayed)
         return self._judged(item, *decided)
 
-    def _not_judged(self, item: PageItem, error: str = "dedupe_failed") -> FailureItem:
+    def _not_judged(self, item: PageItem, error: str) -> FailureItem:
         """A page the dedupe state cannot judge: not stored, retried by the next crawl."""
         self.inc("dedupe/state_dropped" if error == DEDUPE_FAILED else "dedupe/shared_failed")
         return retry_later(item, error)
 
-    def _state_failed(self, exc: Exception, item: PageItem) -> None:
+    def _state_failed(self, item: PageItem) -> None:
         """The state's file failed (a full disk): the state may be half written, so no
         page is judged against it any more. Say so once and stop the crawl; this page
         and those after it are not stored, and the next crawl fetches them again."""
-        self._broken = self._broken or f"{type(exc).__name__}: {exc}"
         self.stats.set_value("kc/dedupe/state_failed", 1)
         self.stats.set_value("kc/dedupe/error", f"the dedupe state file failed: {self._broken}")
         logger.error(

@@ -125,7 +125,8 @@ def test_two_processes_fetch_each_page_once_into_one_dataset(
         "KC_REDIS_URL": REDIS_URL,
         "KC_REDIS_KEY_PREFIX": redis_prefix,
     }
-    results = crawl_together(crawl, env, tmp_path)
+    # Each process moves its dedupe state into its temporary file after 5 pages.
+    results = crawl_together([*crawl, "-s", "KC_DEDUPE_MEMORY_PAGES=5"], env, tmp_path)
 
     # Each page fetched once across both processes, and both fetched some.
     fetched = [fetched_pages(err) for _, err in results]
@@ -150,6 +151,7 @@ def test_two_processes_fetch_each_page_once_into_one_dataset(
     # each judged pages of its own, so the one that judged last applied the other's entries
     assert all(c.get("kc/extract/ok", 0) > 0 for c in judged)
     assert sum(c.get("kc/dedupe/shared_replayed", 0) for c in judged) > 0, judged
+    assert all(c.get("kc/dedupe/state_moved_at_pages", 0) >= 5 for c in judged), judged
 
     # Both runs finished, side by side, and their 200s add up to the pages fetched.
     runs = run_sql(
