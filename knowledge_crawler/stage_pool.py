@@ -168,6 +168,20 @@ def start_forkserver() -> None:
     forkserver.ensure_running()
 
 
+def _how_workers_ended(executor: ProcessPoolExecutor, error: BaseException) -> str:
+    """What a broken pool's workers ended with, for the log: each one's exit code (a
+    negative code is the signal that ended it; the pool ends the others with SIGTERM
+    once one is gone), and the pool's own account when it has one."""
+    # Nothing public lists a pool's processes; CPython keeps them in _processes.
+    processes = getattr(executor, "_processes", None) or {}
+    codes = ", ".join(
+        f"pid {pid}: {'running' if p.exitcode is None else f'exit code {p.exitcode}'}"
+        for pid, p in sorted(processes.items())
+    )
+    cause = error.__cause__
+    return codes + (f"; {str(cause).strip()[-300:]}" if cause is not None else "")
+
+
 class StagePool:
     """``workers`` processes running :func:`~knowledge_crawler.transform.stages.prepare`."""
 
@@ -302,7 +316,7 @@ class StagePool:
                     future.set_result(result)
         elif isinstance(error, BrokenProcessPool) and not self._closed:
             if executor is self._executor:  # the first failed call of this breakage
-                self._restart()
+                self._restart(error)
             if len(batch) == 1 and batch[0][2]:
                 page, future, _ = batch[0]
                 if not future.done():
@@ -318,12 +332,15 @@ class StagePool:
         if not self._closed:
             self._send()
 
-    def _restart(self) -> None:
+    def _restart(self, error: BaseException) -> None:
         """A worker died: a new pool (the old one's calls all fail). The forkserver is up,
         so a new worker is a fork of it, started in milliseconds."""
         assert self._executor is not None
         self.restarts += 1
-        logger.warning("a stage worker process died; starting a new pool")
+        logger.warning(
+            "a stage worker process died (%s); starting a new pool",
+            _how_workers_ended(self._executor, error),
+        )
         self._executor.shutdown(wait=False, cancel_futures=True)
         self._executor = self._start()
 

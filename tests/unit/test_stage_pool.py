@@ -85,13 +85,16 @@ async def test_a_killed_worker_is_replaced_and_every_page_is_done() -> None:
 
 
 @coroutine_test
-async def test_a_page_that_kills_its_worker_fails_alone() -> None:
+async def test_a_page_that_kills_its_worker_fails_alone(caplog: pytest.LogCaptureFixture) -> None:
     pool = StagePool(1, RULES, work=deadly)
     try:
         pages = [page(n, "KILLME" if n == 7 else "") for n in range(30)]
         got = await asyncio.gather(*(pool.prepare(p) for p in pages), return_exceptions=True)
     finally:
         await pool.close()
+    # the log says how the worker ended: what an operator needs to tell a crash from a kill
+    died = [r.getMessage() for r in caplog.records if "worker process died" in r.getMessage()]
+    assert died and all("exit code 3" in m for m in died), died
     assert isinstance(got[7], WorkerCrashed) and "https://example.com/p/7" in str(got[7])
     assert [g for i, g in enumerate(got) if i != 7] == [
         prepare(p, RULES["s"]) for i, p in enumerate(pages) if i != 7
