@@ -69,6 +69,9 @@ class KcConfig:
     #: file (in SQLITE_TMPDIR or TMPDIR) so that memory stops growing with the pages seen;
     #: 0: in that file from the start
     dedupe_memory_pages: int = 20_000
+    #: container allocations between the interpreter's young garbage collections during a
+    #: crawl (Python's own is 700); 0 leaves the interpreter's thresholds alone
+    gc_young_threshold: int = 50_000
     #: worker processes for the CPU-heavy work of pipeline stages 1-4 (extract, clean,
     #: canonicalize, fingerprint), so that it runs beside the crawl's event loop; -1: one
     #: fewer than the machine's CPUs (at least one); 0: none, the stages run in the crawl
@@ -144,6 +147,10 @@ class KcConfig:
         if self.dedupe_memory_pages < 0:
             raise ConfigError(
                 f"KC_DEDUPE_MEMORY_PAGES must be 0 or more, got {self.dedupe_memory_pages}"
+            )
+        if self.gc_young_threshold < 0:
+            raise ConfigError(
+                f"KC_GC_YOUNG_THRESHOLD must be 0 or more, got {self.gc_young_threshold}"
             )
         for name in ("store_busy_timeout", "store_retry_seconds", "progress_seconds"):
             if getattr(self, name) < 0:

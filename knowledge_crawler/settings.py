@@ -39,6 +39,7 @@ KC_MINHASH_SEED = _DEFAULTS.minhash_seed
 KC_SHINGLE_SIZE = _DEFAULTS.shingle_size
 KC_PASSAGE_WORDS = _DEFAULTS.passage_words
 KC_DEDUPE_MEMORY_PAGES = _DEFAULTS.dedupe_memory_pages
+KC_GC_YOUNG_THRESHOLD = _DEFAULTS.gc_young_threshold
 KC_STAGE_WORKERS = _DEFAULTS.stage_workers
 KC_ALLOW_PRIVATE_ADDRESSES = _DEFAULTS.allow_private_addresses
 KC_REDIS_URL = os.environ.get("KC_REDIS_URL", _DEFAULTS.redis_url)
@@ -90,6 +91,7 @@ ITEM_PIPELINES = {
 # --- extensions ----------------------------------------------------------------------
 EXTENSIONS = {
     "knowledge_crawler.extensions.progress.Progress": 500,
+    "knowledge_crawler.extensions.gc.GarbageCollection": 0,
     # AutoThrottle that never takes a source's slot below its own download_delay
     "scrapy.extensions.throttle.AutoThrottle": None,
     "knowledge_crawler.extensions.throttle.SourceAutoThrottle": 0,  # Scrapy's own order
