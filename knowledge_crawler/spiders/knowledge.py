@@ -26,12 +26,14 @@ import functools
 import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, Self
+from urllib.parse import urlsplit
 
 import scrapy
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Request, Response, TextResponse
+from scrapy.robotstxt import RobotParser
 from scrapy.settings import BaseSettings
 from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.response import get_base_url
@@ -218,6 +220,11 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         self._page_errback = self.on_error
         #: the stage middleware reads each page's links (see from_crawler), not parse()
         self.links_later = False
+        #: robots.txt rules per host (netloc) that Scrapy's RobotsTxtMiddleware has parsed
+        #: (signal ``robots_parsed``): a link they forbid is dropped before its Request is
+        #: built, as a seen link is; the middleware still refuses what comes before them
+        self._robots: dict[str, RobotParser] = {}
+        self._robots_agent = ""
 
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
@@ -260,6 +267,11 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         # Playwright and Chromium only for a crawl with a source that renders (F-RENDER)
         install_browser(crawler, spider.sources.values())
         crawler.signals.connect(spider._skip_unlogged_records, signal=signals.spider_opened)
+        # the User-Agent the robots middleware checks a page request's URL for
+        spider._robots_agent = crawler.settings.get("ROBOTSTXT_USER_AGENT") or crawler.settings.get(
+            "USER_AGENT", ""
+        )
+        crawler.signals.connect(spider._robots_parsed, signal=signals.robots_parsed)
         crawler.signals.connect(spider._restore_root_level, signal=signals.spider_closed)
         return spider
 
@@ -284,6 +296,14 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         self._raised_loggers = [(lg, level) for lg, level in raised if level < floor]
         for lg, _ in self._raised_loggers:
             lg.setLevel(floor)
+
+    def _robots_parsed(self, robotparser: RobotParser, request: Request) -> None:
+        self._robots[urlsplit(request.url).netloc] = robotparser
+
+    def _robots_forbid(self, url: str) -> bool:
+        """True when the parsed robots.txt of ``url``'s host forbids it to this crawl."""
+        rules = self._robots.get(urlsplit(url).netloc)
+        return rules is not None and not rules.allowed(url, self._robots_agent)
 
     def _restore_root_level(self) -> None:
         for lg, level in self._raised_loggers:
@@ -390,13 +410,19 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             self.crawler.stats.inc_value("kc/discovery/over_max_pages")
             return None
         seen.add(key)
+        fetch = fetch_url(url, tracking_params=source.tracking_params)
+        # Refused here rather than by the robots middleware: a refused Request costs a
+        # trip through the scheduler and an IgnoreRequest failure (a reference cycle).
+        if self._robots and self._robots_forbid(fetch):
+            self.crawler.stats.inc_value("kc/discovery/robots_forbidden")
+            return None
         self.crawler.stats.inc_value("kc/discovery/candidates")
         request_meta: dict[str, Any] = {meta.SOURCE: source.id, meta.DEPTH: depth, meta.KEY: key}
         slot = self._slots.get(source.id)
         if slot is not None:
             request_meta["download_slot"] = slot
         return Request(
-            fetch_url(url, tracking_params=source.tracking_params),
+            fetch,
             callback=self._page_callback,
             errback=self._page_errback,
             # Breadth first: a page is reached by its shortest link path, so the

@@ -68,6 +68,34 @@ async def test_an_explicit_user_agent_wins(site: TestSite, db_url: str) -> None:
 
 
 @coroutine_test
+async def test_links_robots_txt_forbids_are_dropped_before_a_request_is_built(
+    site: TestSite, db_url: str
+) -> None:
+    crawler, seen = await crawl_recording(db_url, {}, seeds=site.url)
+    stats = crawler.stats
+    assert site.manifest()["private"]
+    assert not [r.url for r in seen.requests if "/private/" in r.url]
+    dropped = stats.get_value("kc/discovery/robots_forbidden", 0)
+    assert dropped > 0
+    # the middleware had none left to refuse: every page link came after robots.txt
+    assert stats.get_value("robotstxt/forbidden", 0) == 0
+    spider = crawler.spider
+    [source] = spider.sources.values()
+    assert spider.request_for(source, site.url + "private/never-linked", depth=1) is None
+    assert stats.get_value("kc/discovery/robots_forbidden") == dropped + 1
+    assert spider.request_for(source, site.url + "not-private/linked", depth=1) is not None
+
+
+@coroutine_test
+async def test_a_crawl_that_ignores_robots_txt_drops_nothing_for_it(
+    site: TestSite, db_url: str
+) -> None:
+    crawler, seen = await crawl_recording(db_url, {"ROBOTSTXT_OBEY": False}, seeds=site.url)
+    assert [r.url for r in seen.requests if "/private/" in r.url]
+    assert crawler.stats.get_value("kc/discovery/robots_forbidden", 0) == 0
+
+
+@coroutine_test
 async def test_consoles_are_off_and_progress_is_on(
     site: TestSite, db_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
