@@ -168,16 +168,21 @@ def start_forkserver() -> None:
     forkserver.ensure_running()
 
 
+def _exit_of(code: int | None) -> str:
+    if code is None:
+        return "running"
+    if code == 255:  # also what a forkserver child's status is when it cannot be read
+        return "exit code 255 or unknown"
+    return f"exit code {code}"
+
+
 def _how_workers_ended(executor: ProcessPoolExecutor, error: BaseException) -> str:
     """What a broken pool's workers ended with, for the log: each one's exit code (a
     negative code is the signal that ended it; the pool ends the others with SIGTERM
     once one is gone), and the pool's own account when it has one."""
     # Nothing public lists a pool's processes; CPython keeps them in _processes.
     processes = getattr(executor, "_processes", None) or {}
-    codes = ", ".join(
-        f"pid {pid}: {'running' if p.exitcode is None else f'exit code {p.exitcode}'}"
-        for pid, p in sorted(processes.items())
-    )
+    codes = ", ".join(f"pid {pid}: {_exit_of(p.exitcode)}" for pid, p in sorted(processes.items()))
     cause = error.__cause__
     return codes + (f"; {str(cause).strip()[-300:]}" if cause is not None else "")
 
