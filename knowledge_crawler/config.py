@@ -72,6 +72,9 @@ class KcConfig:
     #: container allocations between the interpreter's young garbage collections during a
     #: crawl (Python's own is 700); 0 leaves the interpreter's thresholds alone
     gc_young_threshold: int = 50_000
+    #: seconds between two calls of glibc's malloc_trim during a crawl, which hand the
+    #: heap's free pages back to the system; 0: never
+    malloc_trim_seconds: float = 5.0
     #: worker processes for the CPU-heavy work of pipeline stages 1-4 (extract, clean,
     #: canonicalize, fingerprint), so that it runs beside the crawl's event loop; -1: one
     #: fewer than the machine's CPUs (at least one); 0: none, the stages run in the crawl
@@ -152,7 +155,12 @@ class KcConfig:
             raise ConfigError(
                 f"KC_GC_YOUNG_THRESHOLD must be 0 or more, got {self.gc_young_threshold}"
             )
-        for name in ("store_busy_timeout", "store_retry_seconds", "progress_seconds"):
+        for name in (
+            "store_busy_timeout",
+            "store_retry_seconds",
+            "progress_seconds",
+            "malloc_trim_seconds",
+        ):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{setting_name(name)} must be >= 0, got {getattr(self, name)}")
 

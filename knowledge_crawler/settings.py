@@ -40,6 +40,7 @@ KC_SHINGLE_SIZE = _DEFAULTS.shingle_size
 KC_PASSAGE_WORDS = _DEFAULTS.passage_words
 KC_DEDUPE_MEMORY_PAGES = _DEFAULTS.dedupe_memory_pages
 KC_GC_YOUNG_THRESHOLD = _DEFAULTS.gc_young_threshold
+KC_MALLOC_TRIM_SECONDS = _DEFAULTS.malloc_trim_seconds
 KC_STAGE_WORKERS = _DEFAULTS.stage_workers
 KC_ALLOW_PRIVATE_ADDRESSES = _DEFAULTS.allow_private_addresses
 KC_REDIS_URL = os.environ.get("KC_REDIS_URL", _DEFAULTS.redis_url)
@@ -92,6 +93,7 @@ ITEM_PIPELINES = {
 EXTENSIONS = {
     "knowledge_crawler.extensions.progress.Progress": 500,
     "knowledge_crawler.extensions.gc.GarbageCollection": 0,
+    "knowledge_crawler.extensions.trim.MallocTrim": 0,
     # AutoThrottle that never takes a source's slot below its own download_delay
     "scrapy.extensions.throttle.AutoThrottle": None,
     "knowledge_crawler.extensions.throttle.SourceAutoThrottle": 0,  # Scrapy's own order
