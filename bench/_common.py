@@ -278,3 +278,21 @@ def slope_per_100(points: list[tuple[int, int]]) -> float:
         return 0.0
     sxy = sum((p - mx) * (m - my) for p, m in points)
     return sxy / sxx * 100 / 1024
+
+
+def median_slope_per_100(points: list[tuple[int, int]]) -> float:
+    """Theil-Sen slope of memory (KiB) against pages, in MiB per 100 pages: the median of
+    the slopes between every two samples, which a passing bump of memory (a phase of the
+    crawl that needs more for a while) moves far less than it moves a least-squares line,
+    while memory that grows with every page moves both alike."""
+    slopes = sorted(
+        (m2 - m1) / (p2 - p1)
+        for i, (p1, m1) in enumerate(points)
+        for p2, m2 in points[i + 1 :]
+        if p2 != p1
+    )
+    if not slopes:
+        return 0.0
+    mid = len(slopes) // 2
+    median = slopes[mid] if len(slopes) % 2 else (slopes[mid - 1] + slopes[mid]) / 2
+    return median * 100 / 1024
