@@ -9,14 +9,14 @@ pages stored so far, the resident set size (RSS) of the crawl process, and the
 proportional set size (PSS, from ``/proc/PID/smaps_rollup``) of the crawl process and
 everything below it (the stage workers and their server), so shared pages count once.
 
-Prints the peaks, the memory at each tenth of the crawl, and the trend after warm-up, over
-the second half of the crawl, in MiB per 10,000 pages: the Theil-Sen slope of memory
-against pages stored (the median of the slopes between every two samples) and the net
-growth (median of the last tenth of the samples against the median of the first tenth of
-the half), which decide, and the least-squares slope, which a passing bump near the end
-(the test site's redirects and duplicate pages all come last) pulls up on its own; for the
-crawl process's RSS, and PSS for the crawl process and for the whole tree. The issue's
-target: peak RSS under 1 GB, no upward trend after warm-up.
+Prints the peaks, the memory at each tenth of the crawl, and the trend after warm-up: over
+the second half of the crawl, in MiB per 10,000 pages, of the crawl process's RSS. Two
+figures decide it: the Theil-Sen slope of memory against pages stored (the median of the
+slopes between every two samples) and the net growth (the median of the half's last tenth
+of samples against that of its first tenth). The least-squares slope is printed too, with
+those of the crawl process's PSS and of the whole tree's; a passing bump near the end (the
+test site's redirects and duplicate pages all come last) pulls it up on its own. The
+issue's target: peak RSS under 1 GB, no upward trend after warm-up.
 
 ``--samples FILE`` also writes every sample (pages stored, RSS, PSS, tree PSS in KiB) as
 JSON.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from scrapy.utils.test import get_crawler
 from knowledge_crawler.config import ConfigError
 from knowledge_crawler.extensions import trim
 from knowledge_crawler.extensions.trim import MallocTrim
+from tests.helpers import coroutine_test
 
 glibc = pytest.mark.skipif(trim.malloc_trim is None, reason="no glibc malloc_trim here")
 
@@ -50,13 +52,21 @@ def test_freed_heap_memory_goes_back_to_the_system() -> None:
 
 
 @glibc
-def test_it_trims_on_a_timer_while_the_engine_runs() -> None:
-    ext = extension(KC_MALLOC_TRIM_SECONDS=0.5)
+@coroutine_test
+async def test_it_trims_on_a_timer_while_the_engine_runs() -> None:
+    ext = extension(KC_MALLOC_TRIM_SECONDS=0.2)
     ext.engine_started()
-    assert ext._loop is not None and ext._loop.running and ext._loop.interval == 0.5
-    ext.engine_stopped()
+    assert ext._loop is not None and ext._loop.running and ext._loop.interval == 0.2
+    try:
+        await asyncio.sleep(0.7)  # the reactor runs the timer meanwhile
+    finally:
+        ext.engine_stopped()
+    trims = ext.crawler.stats.get_value("kc/memory/trims")
+    assert trims >= 2, trims
     assert ext._loop is None
     ext.engine_stopped()  # a second stop changes nothing
+    await asyncio.sleep(0.3)
+    assert ext.crawler.stats.get_value("kc/memory/trims") == trims  # and no trim after it
 
 
 def test_zero_turns_it_off_and_a_negative_period_is_refused() -> None:
