@@ -1,13 +1,13 @@
-"""Benchmark: store load speed (``upsert_pages``), SQLite and PostgreSQL.
+"""Benchmark: store load speed (``Store.write`` of page records), SQLite and PostgreSQL.
 
     .venv/bin/python bench/bench_store.py [--quick] [-n N] [--repeat K] [--postgres URL]
 
 N records (default 5000, ``--quick`` 1000) of ~800 words (~5 KB of markdown, made from the
 test site's prose generator) are loaded with ``open_store("sqlite:///TMP/x.db")``:
 
-* ``per-row commit`` (baseline): ``upsert_pages([rec])`` once per record, so every record is
-  its own transaction;
-* ``batch B``: ``upsert_pages`` on slices of B records (50, 200 = KC_STORE_BATCH_SIZE, 1000);
+* ``per-row commit`` (baseline): ``write([rec])`` once per record, so every record is its
+  own transaction;
+* ``batch B``: ``write`` of slices of B records (50, 200 = KC_STORE_BATCH_SIZE, 1000);
 * ``re-upsert unchanged``: the same N records again (same hashes: no content rewrite);
 * ``re-upsert changed``: every record with one paragraph rewritten (new hash: the old
   content is appended to ``page_versions``).
@@ -26,14 +26,10 @@ peak RSS of the process (VmHWM) and its growth during the timed load, and the da
 size after ``close()``. Prints a markdown snippet on stdout.
 
 PostgreSQL (``--postgres URL``, default ``KC_BENCH_POSTGRES_URL`` or the local server;
-``--postgres ''`` skips it): the default batch, the unchanged and the changed re-upserts,
-with each of the backend's two ways of writing a batch in its one transaction,
-``executemany`` (one statement per row, pipelined) and ``copy`` (COPY into the tables
-and, for rows to update, into a staging table joined by one UPDATE). Each run has a
-fresh schema of its own (random name, dropped after). Reported: rows/s on wall time, on
-the loading process's CPU and on the CPU of its server backend (``/proc`` of the local
-server's process), and the schema's size (tables, indexes, TOAST). The ratio of
-``copy`` to ``executemany`` per scenario says which the backend should use.
+``--postgres ''`` skips it): the default batch, the unchanged and the changed re-upserts.
+Each run has a fresh schema of its own (random name, dropped after). Reported: rows/s on
+wall time, on the loading process's CPU and on the CPU of its server backend (``/proc``
+of the local server's process), and the schema's size (tables, indexes, TOAST).
 """
 
 from __future__ import annotations
@@ -69,13 +65,12 @@ SCENARIOS: dict[str, tuple[str, int]] = {
     "re-upsert changed, batch 200": ("changed", 200),
 }
 
-#: PostgreSQL: name -> (kind, batch size), each run with every load strategy
+#: PostgreSQL: name -> (kind, batch size)
 POSTGRES_SCENARIOS: dict[str, tuple[str, int]] = {
     "batch 200 (default)": ("insert", 200),
     "re-upsert unchanged, batch 200": ("unchanged", 200),
     "re-upsert changed, batch 200": ("changed", 200),
 }
-POSTGRES_STRATEGIES = ("executemany", "copy")
 POSTGRES_URL = os.environ.get("KC_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
 
@@ -213,7 +208,7 @@ def _backend_cpu(pid: int | None) -> float | None:
 
 
 def _child(kind: str, batch: int, data: Path, db: str) -> dict[str, Any]:
-    """One timed load in this process: ``db`` is a SQLite file, or ``postgres:STRATEGY:URL``."""
+    """One timed load in this process: ``db`` is a SQLite file, or ``postgres:URL``."""
     from knowledge_crawler.store import open_store
 
     with data.open("rb") as fh:
@@ -221,11 +216,8 @@ def _child(kind: str, batch: int, data: Path, db: str) -> dict[str, Any]:
     n = len(records)
     schema = None
     if db.startswith("postgres:"):
-        _, strategy, server = db.split(":", 2)
+        server = db.split(":", 1)[1]
         schema, url = _postgres_schema(server)
-        from knowledge_crawler.store.postgres import PostgresStore
-
-        PostgresStore.load_strategy = strategy
     else:
         url = f"sqlite:///{db}"
     store = open_store(url)
@@ -258,9 +250,9 @@ def _timed_load(
     n = len(records)
     if kind != "insert":
         for i in range(0, n, 200):  # untimed initial load
-            store.upsert_pages(records[i : i + 200])
+            store.write(records[i : i + 200])
     load = changed if kind == "changed" else records
-    backend = getattr(getattr(store, "_conn", None), "info", None)
+    backend = getattr(getattr(store.db, "conn", None), "info", None)
     backend_pid = getattr(backend, "backend_pid", None) if backend is not None else None
     rss_before = _proc_status("VmRSS")
     counts = {"inserted": 0, "changed": 0, "unchanged": 0, "quarantined": 0}
@@ -268,7 +260,7 @@ def _timed_load(
     server0 = _backend_cpu(backend_pid)
     w0, c0 = time.perf_counter(), time.process_time()
     for i in range(0, n, batch):
-        result = store.upsert_pages(load[i : i + batch])
+        result = store.write(load[i : i + batch])
         counts["inserted"] += len(result.inserted)
         counts["changed"] += len(result.changed)
         counts["unchanged"] += len(result.unchanged)
@@ -356,7 +348,7 @@ def main() -> int:
 
     n = args.n or (1000 if args.quick else 5000)
     best: dict[str, dict[str, Any]] = {}
-    pg_best: dict[tuple[str, str], dict[str, Any]] = {}
+    pg_best: dict[str, dict[str, Any]] = {}
     pg_version = _postgres_version(args.postgres) if args.postgres else None
     with tempfile.TemporaryDirectory(prefix="kc-bench-records-") as tmp:
         data = Path(tmp) / "records.pickle"
@@ -371,12 +363,9 @@ def main() -> int:
             if pg_version is None:
                 continue
             for name, (kind, batch) in POSTGRES_SCENARIOS.items():
-                for strategy in POSTGRES_STRATEGIES:
-                    run = _run_child(kind, batch, data, f"postgres:{strategy}:{args.postgres}")
-                    if (name, strategy) not in pg_best or run["wall"] < pg_best[(name, strategy)][
-                        "wall"
-                    ]:
-                        pg_best[(name, strategy)] = run
+                run = _run_child(kind, batch, data, f"postgres:{args.postgres}")
+                if name not in pg_best or run["wall"] < pg_best[name]["wall"]:
+                    pg_best[name] = run
 
     import sqlite3
 
@@ -418,10 +407,8 @@ def main() -> int:
 
 
 def _report_postgres(
-    n: int, args: argparse.Namespace, version: str | None, best: dict[tuple[str, str], Any]
+    n: int, args: argparse.Namespace, version: str | None, best: dict[str, Any]
 ) -> None:
-    from knowledge_crawler.store.postgres import PostgresStore
-
     print("\n### PostgreSQL\n")
     if version is None:
         print(f"_Not measured: no PostgreSQL answers at {args.postgres} (--postgres URL)._")
@@ -429,39 +416,25 @@ def _report_postgres(
     print(
         f"The same {n} records into PostgreSQL {version} on this machine (local server, "
         "default settings), each run in a fresh process and a schema of its own, best of "
-        f"{args.repeat}: the backend's two ways of writing a batch, in its one transaction.\n"
+        f"{args.repeat}.\n"
     )
     print(
-        "| scenario | strategy | rows/s (wall) | rows/s (client CPU) | rows/s (server CPU) "
-        "| copy vs executemany (wall) | schema MiB | page_versions |"
+        "| scenario | rows/s (wall) | rows/s (client CPU) | rows/s (server CPU) "
+        "| schema MiB | page_versions |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
-    ratios: dict[str, float] = {}
+    print("|---|---:|---:|---:|---:|---:|")
     for name in POSTGRES_SCENARIOS:
-        base = best[(name, "executemany")]
-        for strategy in POSTGRES_STRATEGIES:
-            r = best[(name, strategy)]
-            ratio = base["wall"] / r["wall"]
-            if strategy == "copy":
-                ratios[name] = ratio
-            server = f"{n / r['server_cpu']:,.0f}" if r.get("server_cpu") else "-"
-            print(
-                f"| {name} | {strategy} | {n / r['wall']:,.0f} | {n / r['cpu']:,.0f} "
-                f"| {server} | {ratio:.2f}x | {r['db_bytes'] / 2**20:.1f} | {r['versions']} |"
-            )
-    faster = "copy" if sum(ratios.values()) / len(ratios) >= 1 else "executemany"
+        r = best[name]
+        server = f"{n / r['server_cpu']:,.0f}" if r.get("server_cpu") else "-"
+        print(
+            f"| {name} | {n / r['wall']:,.0f} | {n / r['cpu']:,.0f} "
+            f"| {server} | {r['db_bytes'] / 2**20:.1f} | {r['versions']} |"
+        )
     print(
-        "\n- The backend writes batches with "
-        f"`{PostgresStore.load_strategy}` (`PostgresStore.load_strategy`); in this run "
-        f"`{faster}` was faster on average over the three scenarios ("
-        + ", ".join(f"{name}: copy {ratio:.2f}x" for name, ratio in ratios.items())
-        + ")."
-    )
-    print(
-        "- Both strategies claim and lock the same way first (advisory locks on the "
-        "batch's pages in one global order, then one statement that inserts the new pages "
-        "and locks the stored ones) and save versions with one statement; they differ in "
-        "how page updates, contents and passages are sent. "
+        "\n- A batch claims its pages first (advisory locks in one global order), reads "
+        "them as stored, saves versions with one statement, inserts the new pages with one "
+        "statement and sends the updates (through a staging table joined by one UPDATE), "
+        "contents and passages with COPY. "
         "Server CPU includes the full-text vector PostgreSQL computes for every passage "
         "written (SQLite's FTS5 triggers do the same work in the loading process)."
     )

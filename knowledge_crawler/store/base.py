@@ -415,16 +415,6 @@ class Store(abc.ABC):
 
     url: str
 
-    def upsert_pages(
-        self,
-        records: Sequence[PageRecord],
-        *,
-        run_id: int | None = None,
-        duplicate_updates: Sequence[DuplicateUpdate] = (),
-    ) -> UpsertResult:
-        """Load ``records``, then apply ``duplicate_updates``: :meth:`write` of those."""
-        return self.write([*records, *duplicate_updates], run_id=run_id)
-
     @abc.abstractmethod
     def write(self, operations: Sequence[Operation], *, run_id: int | None = None) -> UpsertResult:
         """Apply ``operations`` in order, in one transaction.

@@ -19,9 +19,18 @@ migration carries PostgreSQL's own statements (``postgres``, ``postgres_only``).
 from __future__ import annotations
 
 import re
+from collections.abc import Set
 from dataclasses import dataclass
 
-__all__ = ["MIGRATIONS", "POSTGRES_SEARCH_CONFIG", "Migration", "postgres_types"]
+from knowledge_crawler.errors import SchemaMismatchError
+
+__all__ = [
+    "MIGRATIONS",
+    "POSTGRES_SEARCH_CONFIG",
+    "Migration",
+    "pending_migrations",
+    "postgres_types",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -476,3 +485,18 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0009_change_feed_indexes", _CHANGE_FEED_INDEXES),
     Migration("0010_page_extra", _PAGE_EXTRA),
 )
+
+
+def pending_migrations(applied: Set[str], url: str) -> list[Migration]:
+    """The migrations a database that records ``applied`` still needs, in order.
+
+    Raises :class:`SchemaMismatchError` when it records one this code does not know:
+    a newer version wrote it.
+    """
+    unknown = sorted(applied - {m.name for m in MIGRATIONS})
+    if unknown:
+        raise SchemaMismatchError(
+            f"{url} was written by a newer knowledge_crawler "
+            f"(unknown migrations: {', '.join(unknown)})"
+        )
+    return [m for m in MIGRATIONS if m.name not in applied]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
-from knowledge_crawler.store import Store
+from knowledge_crawler.store import DuplicateUpdate, PageRecord, Store, UpsertResult
 
 #: the test runs on SQLite only (it opens the file, locks it, reads its pragmas, FTS5 syntax)
 SQLITE_ONLY = pytest.mark.parametrize("store", ["sqlite"], indirect=True)
@@ -32,4 +34,15 @@ def columns(store: Store, table: str) -> set[str]:
 
 def execute(store: Store, sql: str) -> None:
     """Run a statement behind the store's back on its connection (committed at once)."""
-    store._conn.execute(sql)  # type: ignore[attr-defined]
+    store.db.conn.execute(sql)  # type: ignore[attr-defined]
+
+
+def upsert_pages(
+    store: Store,
+    records: Sequence[PageRecord],
+    *,
+    run_id: int | None = None,
+    duplicate_updates: Sequence[DuplicateUpdate] = (),
+) -> UpsertResult:
+    """Load ``records``, then apply ``duplicate_updates``: one :meth:`Store.write`."""
+    return store.write([*records, *duplicate_updates], run_id=run_id)

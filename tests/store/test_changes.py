@@ -11,8 +11,7 @@ from click.testing import CliRunner
 
 from knowledge_crawler.cli.main import cli
 from knowledge_crawler.store import StatusChange, Store, open_store
-from knowledge_crawler.store import postgres as postgres_store
-from knowledge_crawler.store import sqlite as sqlite_store
+from knowledge_crawler.store import core as store_core
 from tests.store.test_contract import T0, T1, rec
 
 T2 = "2026-01-03T00:00:00.000000Z"
@@ -32,8 +31,7 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     """Set the time the store stamps on what it writes itself (a version's ``replaced_at``)."""
 
     def set_now(at: str) -> None:
-        monkeypatch.setattr(sqlite_store, "utc_now", lambda: at)
-        monkeypatch.setattr(postgres_store, "utc_now", lambda: at)
+        monkeypatch.setattr(store_core, "utc_now", lambda: at)
 
     return set_now
 

@@ -18,6 +18,7 @@ from knowledge_crawler.store import (
     utc_now,
 )
 from knowledge_crawler.transform.fingerprint import content_hash
+from tests.store.backends import upsert_pages
 
 T0 = "2026-01-01T00:00:00.000000Z"
 T1 = "2026-01-02T00:00:00.000000Z"
@@ -46,9 +47,9 @@ def rows(store: Store, sql: str, *params: object) -> list[dict[str, object]]:
 
 
 def test_insert_then_unchanged_keeps_first_seen_and_content(store: Store) -> None:
-    r1 = store.upsert_pages([rec(1), rec(2)])
+    r1 = upsert_pages(store, [rec(1), rec(2)])
     assert len(r1.inserted) == 2 and not r1.changed and not r1.unchanged
-    again = store.upsert_pages([rec(1, at=T1)])
+    again = upsert_pages(store, [rec(1, at=T1)])
     assert again.unchanged == [("s", "https://example.com/p1")]
     [row] = rows(store, "SELECT * FROM pages WHERE canonical_url = ?", "https://example.com/p1")
     assert row["first_seen_at"] == T0
@@ -59,8 +60,8 @@ def test_insert_then_unchanged_keeps_first_seen_and_content(store: Store) -> Non
 
 
 def test_changed_hash_rewrites_content_and_keeps_a_version(store: Store) -> None:
-    store.upsert_pages([rec(1, "price $49")])
-    result = store.upsert_pages([rec(1, "price $59", at=T1)])
+    upsert_pages(store, [rec(1, "price $49")])
+    result = upsert_pages(store, [rec(1, "price $59", at=T1)])
     assert result.changed == [("s", "https://example.com/p1")]
     [row] = rows(store, "SELECT * FROM pages")
     assert row["content"] == "price $59" and row["last_changed_at"] == T1
@@ -70,15 +71,15 @@ def test_changed_hash_rewrites_content_and_keeps_a_version(store: Store) -> None
 
 
 def test_one_row_per_identity_across_sources(store: Store) -> None:
-    result = store.upsert_pages([rec(1), rec(1, source_id="other"), rec(1)])
+    result = upsert_pages(store, [rec(1), rec(1, source_id="other"), rec(1)])
     assert rows(store, "SELECT COUNT(*) AS n FROM pages")[0]["n"] == 2
     # The repeat in the same batch is no second insert.
     assert len(result.inserted) == 2 and result.unchanged == [("s", "https://example.com/p1")]
 
 
 def test_a_page_changing_twice_in_one_batch_keeps_both_versions(store: Store) -> None:
-    store.upsert_pages([rec(1, "first")])
-    result = store.upsert_pages([rec(1, "second", at=T1), rec(1, "third", at=T1)])
+    upsert_pages(store, [rec(1, "first")])
+    result = upsert_pages(store, [rec(1, "second", at=T1), rec(1, "third", at=T1)])
     assert result.changed == [("s", "https://example.com/p1")] * 2
     versions = rows(store, "SELECT content FROM page_versions ORDER BY id")
     assert [v["content"] for v in versions] == ["first", "second"]
@@ -88,7 +89,7 @@ def test_a_page_changing_twice_in_one_batch_keeps_both_versions(store: Store) ->
 def test_bad_record_is_quarantined_and_the_rest_load(store: Store) -> None:
     bad = rec(2, content_hash="not-a-sha256")
     worse = rec(3, http_status=999)
-    result = store.upsert_pages([rec(1), bad, worse, rec(4)], run_id=None)
+    result = upsert_pages(store, [rec(1), bad, worse, rec(4)], run_id=None)
     assert sorted(result.inserted) == [
         ("s", "https://example.com/p1"),
         ("s", "https://example.com/p4"),
@@ -102,20 +103,21 @@ def test_bad_record_is_quarantined_and_the_rest_load(store: Store) -> None:
 
 
 def test_failed_batch_leaves_no_half_loaded_change(store: Store) -> None:
-    store.upsert_pages([rec(1, "old text")])
+    upsert_pages(store, [rec(1, "old text")])
     # p1 changes in a batch with an offender: p1's change and its version land once.
-    result = store.upsert_pages([rec(1, "new text", at=T1), rec(2, content_hash="x")])
+    result = upsert_pages(store, [rec(1, "new text", at=T1), rec(2, content_hash="x")])
     assert result.changed == [("s", "https://example.com/p1")]
     assert rows(store, "SELECT COUNT(*) AS n FROM page_versions")[0]["n"] == 1
 
 
 def test_duplicate_of_points_at_the_representative(store: Store) -> None:
     same = "the same words"
-    store.upsert_pages(
+    upsert_pages(
+        store,
         [
             rec(1, same),
             rec(2, same, duplicate_of=("s", "https://example.com/p1"), duplicate_kind="exact"),
-        ]
+        ],
     )
     got = rows(
         store,
@@ -145,7 +147,7 @@ def test_runs_record_counters(store: Store) -> None:
 
 def test_stats_sanity_checks(store: Store) -> None:
     now = utc_now()
-    store.upsert_pages([rec(1, "same", at=now), rec(2, "same", at=now), rec(3, "other", at=T0)])
+    upsert_pages(store, [rec(1, "same", at=now), rec(2, "same", at=now), rec(3, "other", at=T0)])
     sanity = store.stats()["sanity"]
     assert sanity["total_rows"] == sanity["distinct_identities"] == 3
     assert sanity["shared_content_hashes"] == 1
@@ -155,7 +157,7 @@ def test_stats_sanity_checks(store: Store) -> None:
 def test_migrations_are_recorded_and_reopen_is_idempotent(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/m.db"
     with open_store(url) as s:
-        s.upsert_pages([rec(1)])
+        upsert_pages(s, [rec(1)])
         first = s.applied_migrations()  # type: ignore[attr-defined]
     with open_store(url) as s:
         assert s.applied_migrations() == first  # type: ignore[attr-defined]
@@ -186,7 +188,8 @@ def test_unknown_url_scheme() -> None:
 
 
 def test_dedupe_state_carries_every_pages_signature(store: Store) -> None:
-    store.upsert_pages(
+    upsert_pages(
+        store,
         [
             rec(1, "a b c", minhash=b"sig1", minhash_params="mh1:x"),
             rec(
@@ -198,7 +201,7 @@ def test_dedupe_state_carries_every_pages_signature(store: Store) -> None:
                 duplicate_kind="near",
                 duplicate_score=0.9,
             ),
-        ]
+        ],
     )
     rows = {r.canonical_url: r for r in store.dedupe_state()}
     assert rows["https://example.com/p1"].minhash == b"sig1"
@@ -214,7 +217,8 @@ def test_dedupe_state_carries_every_pages_signature(store: Store) -> None:
 
 def test_duplicate_updates_apply_in_the_same_transaction(store: Store) -> None:
     same = "shared words"
-    store.upsert_pages(
+    upsert_pages(
+        store,
         [
             rec(1, same),
             rec(
@@ -224,10 +228,11 @@ def test_duplicate_updates_apply_in_the_same_transaction(store: Store) -> None:
                 duplicate_kind="exact",
                 duplicate_score=1.0,
             ),
-        ]
+        ],
     )
     # p1 changes; p2 is re-decided as a representative in the same call.
-    result = store.upsert_pages(
+    result = upsert_pages(
+        store,
         [rec(1, "new words", at=T1)],
         duplicate_updates=[DuplicateUpdate(("s", "https://example.com/p2"), None)],
     )
@@ -240,12 +245,13 @@ def test_duplicate_updates_apply_in_the_same_transaction(store: Store) -> None:
 
 def test_duplicate_clusters(store: Store) -> None:
     p1 = ("s", "https://example.com/p1")
-    store.upsert_pages(
+    upsert_pages(
+        store,
         [
             rec(1, "x y"),
             rec(2, "x y", duplicate_of=p1, duplicate_kind="exact", duplicate_score=1.0),
             rec(3, "x y z", duplicate_of=p1, duplicate_kind="near", duplicate_score=0.91),
-        ]
+        ],
     )
     [cluster] = store.duplicate_clusters()
     assert cluster["representative"]["canonical_url"] == "https://example.com/p1"
@@ -268,7 +274,7 @@ def test_unchanged_revisit_writes_no_content(tmp_path: Path) -> None:
     """Content lives apart from the metadata: a revisit with the same hash never writes it."""
     url = f"sqlite:///{tmp_path}/w.db"
     with open_store(url) as store:
-        store.upsert_pages([rec(1, "some text"), rec(2, "other text")])
+        upsert_pages(store, [rec(1, "some text"), rec(2, "other text")])
     conn = sqlite3.connect(tmp_path / "w.db")
     conn.executescript(
         """
@@ -281,7 +287,7 @@ def test_unchanged_revisit_writes_no_content(tmp_path: Path) -> None:
     )
     conn.close()
     with open_store(url) as store:
-        store.upsert_pages([rec(1, "some text", at=T1), rec(2, "other text, changed", at=T1)])
+        upsert_pages(store, [rec(1, "some text", at=T1), rec(2, "other text, changed", at=T1)])
         writes = rows(
             store, "SELECT p.canonical_url FROM content_writes w JOIN pages p ON p.id = w.page_id"
         )

@@ -21,7 +21,7 @@ from knowledge_crawler.errors import StoreError, TransientStoreError
 from knowledge_crawler.store import DuplicateUpdate, Store, open_store
 from knowledge_crawler.store.sqlite import SqliteStore, store_error
 from tests.faults import exclusive_lock
-from tests.store.backends import execute
+from tests.store.backends import execute, upsert_pages
 from tests.store.test_contract import rec, rows
 
 P = "https://example.com/p"
@@ -46,25 +46,25 @@ def test_a_locked_database_is_transient_and_quarantines_nothing(tmp_path: Path) 
     db = tmp_path / "k.db"
     with open_store(f"sqlite:///{db}", busy_timeout=0.1) as store:
         with exclusive_lock(db), pytest.raises(TransientStoreError, match="locked"):
-            store.upsert_pages([rec(1), rec(2)])
+            upsert_pages(store, [rec(1), rec(2)])
         assert count(store, "quarantine") == 0 and count(store, "page_meta") == 0
         # The lock is gone: the same batch loads, once.
-        result = store.upsert_pages([rec(1), rec(2)])
+        result = upsert_pages(store, [rec(1), rec(2)])
         assert sorted(result.inserted) == [key(1), key(2)]
         assert count(store, "quarantine") == 0 and count(store, "page_meta") == 2
 
 
 def test_a_full_disk_is_transient_and_the_batch_loads_once_there_is_room(tmp_path: Path) -> None:
     with open_store(f"sqlite:///{tmp_path}/k.db") as store:
-        store.upsert_pages([rec(0)])
+        upsert_pages(store, [rec(0)])
         [pages] = rows(store, "PRAGMA page_count")
         rows(store, f"PRAGMA max_page_count = {pages['page_count']}")  # no room to grow
         big = [rec(n, " ".join(f"word{i}" for i in range(20_000))) for n in (1, 2)]
         with pytest.raises(TransientStoreError, match="full"):
-            store.upsert_pages(big)
+            upsert_pages(store, big)
         assert count(store, "quarantine") == 0 and urls(store) == {f"{P}0"}
         rows(store, "PRAGMA max_page_count = 1073741823")
-        assert len(store.upsert_pages(big).inserted) == 2
+        assert len(upsert_pages(store, big).inserted) == 2
         assert count(store, "quarantine") == 0 and count(store, "page_meta") == 3
 
 
@@ -73,7 +73,7 @@ def test_a_read_only_database_is_not_bad_data(tmp_path: Path) -> None:
     with open_store(f"sqlite:///{db}") as store:
         rows(store, "PRAGMA query_only = ON")  # writes fail: "attempt to write a readonly database"
         with pytest.raises(TransientStoreError, match="readonly"):
-            store.upsert_pages([rec(1)])
+            upsert_pages(store, [rec(1)])
         rows(store, "PRAGMA query_only = OFF")
         assert count(store, "quarantine") == 0 and count(store, "page_meta") == 0
     # Met while opening (a read-only file or mount), it is the same one line.
@@ -112,10 +112,10 @@ def test_an_io_error_is_retried_never_quarantined(tmp_path: Path) -> None:
         # The batch fails, and so would every record alone: the disk, not the data.
         store.fail_loads = [sqlite3.OperationalError("disk I/O error")] * 4
         with pytest.raises(TransientStoreError, match="disk I/O error"):
-            store.upsert_pages([rec(1), rec(2), rec(3)])
+            upsert_pages(store, [rec(1), rec(2), rec(3)])
         assert count(store, "quarantine") == 0 and count(store, "page_meta") == 0
         store.fail_loads = []
-        assert len(store.upsert_pages([rec(1), rec(2), rec(3)]).inserted) == 3
+        assert len(upsert_pages(store, [rec(1), rec(2), rec(3)]).inserted) == 3
 
 
 # -- 3: duplicate updates commit with the records they point at --------------------------
@@ -126,18 +126,18 @@ def test_isolating_a_bad_record_keeps_duplicate_updates_in_the_records_transacti
 ) -> None:
     store = FailingStore(f"sqlite:///{tmp_path}/k.db")
     with store:
-        store.upsert_pages([rec(0, "zero")])
+        upsert_pages(store, [rec(0, "zero")])
         batch = [rec(1, "one"), rec(2, content_hash="not-a-sha256"), rec(3, "three")]
         updates = [DuplicateUpdate(key(0), key(1), "near", 0.9)]
         # The bad record sends the batch to the record-by-record fallback, where
         # the duplicate update then fails for a reason that may pass.
         store.fail_duplicates = [sqlite3.OperationalError("database is locked")]
         with pytest.raises(TransientStoreError, match="locked"):
-            store.upsert_pages(batch, duplicate_updates=updates)
+            upsert_pages(store, batch, duplicate_updates=updates)
         # Nothing of the batch is written: not its records, not its quarantine row.
         assert urls(store) == {f"{P}0"} and count(store, "quarantine") == 0
         # Retried: the records, the update and the quarantine row land together, once.
-        result = store.upsert_pages(batch, duplicate_updates=updates)
+        result = upsert_pages(store, batch, duplicate_updates=updates)
         assert sorted(result.inserted) == [key(1), key(3)]
         assert [k for k, _ in result.quarantined] == [key(2)]
         assert urls(store) == {f"{P}0", f"{P}1", f"{P}3"}
@@ -152,7 +152,7 @@ def test_isolating_a_bad_record_keeps_duplicate_updates_in_the_records_transacti
 
 
 def test_a_bad_record_with_duplicate_updates_only_it_is_quarantined(store: Store) -> None:
-    store.upsert_pages([rec(0, "zero"), rec(5, "five")])
+    upsert_pages(store, [rec(0, "zero"), rec(5, "five")])
     bad = rec(2, "two", http_status=999)
     batch = [
         rec(1, "one"),
@@ -165,7 +165,7 @@ def test_a_bad_record_with_duplicate_updates_only_it_is_quarantined(store: Store
         DuplicateUpdate(key(0), key(1), "near", 0.9),  # both ends stored: applied
         DuplicateUpdate(key(5), key(2), "near", 0.95),  # points at the bad record: dropped
     ]
-    result = store.upsert_pages(batch, duplicate_updates=updates)
+    result = upsert_pages(store, batch, duplicate_updates=updates)
     assert [k for k, _ in result.quarantined] == [bad.key]
     assert "check constraint" in result.quarantined[0][1].lower()
     assert sorted(result.inserted) == [key(1), key(3), key(4)]
@@ -197,7 +197,7 @@ def test_a_bad_record_with_duplicate_updates_only_it_is_quarantined(store: Store
 def test_the_database_refuses_a_kind_without_a_representative(store: Store) -> None:
     import psycopg
 
-    store.upsert_pages([rec(1), rec(2)])
+    upsert_pages(store, [rec(1), rec(2)])
     refused = (sqlite3.IntegrityError, psycopg.IntegrityError)
     with pytest.raises(refused, match=r"(?i)check"):
         execute(store, "UPDATE page_meta SET duplicate_kind = 'exact' WHERE id = 2")
@@ -209,9 +209,9 @@ def test_the_database_refuses_a_kind_without_a_representative(store: Store) -> N
 
 
 def test_a_duplicate_update_without_its_representative_is_dropped(store: Store) -> None:
-    store.upsert_pages([rec(1), rec(2)])
-    result = store.upsert_pages(
-        [rec(3)], duplicate_updates=[DuplicateUpdate(key(1), key(9), "near", 0.9)]
+    upsert_pages(store, [rec(1), rec(2)])
+    result = upsert_pages(
+        store, [rec(3)], duplicate_updates=[DuplicateUpdate(key(1), key(9), "near", 0.9)]
     )
     assert result.inserted == [key(3)] and not result.quarantined
     assert [u.key for u, _ in result.dropped_updates] == [key(1)]
@@ -220,7 +220,7 @@ def test_a_duplicate_update_without_its_representative_is_dropped(store: Store) 
 
 
 def test_deleting_a_representative_unlinks_its_duplicates(store: Store) -> None:
-    store.upsert_pages([rec(1, "x"), rec(2, "x", duplicate_of=key(1), duplicate_kind="exact")])
+    upsert_pages(store, [rec(1, "x"), rec(2, "x", duplicate_of=key(1), duplicate_kind="exact")])
     execute(store, f"DELETE FROM page_meta WHERE canonical_url = '{P}1'")
     assert rows(store, "SELECT duplicate_of, duplicate_kind, duplicate_score FROM page_meta") == [
         {"duplicate_of": None, "duplicate_kind": None, "duplicate_score": None}
@@ -228,7 +228,7 @@ def test_deleting_a_representative_unlinks_its_duplicates(store: Store) -> None:
 
 
 def test_stats_finds_duplicates_of_duplicates(store: Store) -> None:
-    store.upsert_pages([rec(1, "x"), rec(2, "x"), rec(3, "x")])
+    upsert_pages(store, [rec(1, "x"), rec(2, "x"), rec(3, "x")])
     assert store.stats()["sanity"]["chained_duplicates"] == 0
     # written behind the store's back
     execute(store, "UPDATE page_meta SET duplicate_of = 1, duplicate_kind = 'exact' WHERE id = 2")
@@ -250,8 +250,8 @@ def test_stats_finds_duplicates_of_duplicates(store: Store) -> None:
 
 def test_each_batch_adds_to_its_runs_counters_in_the_same_transaction(store: Store) -> None:
     run = store.start_run(spider="k", sources=["s"], mode="crawl", pid=1, host="h")
-    store.upsert_pages([rec(1), rec(2)], run_id=run)
-    store.upsert_pages([rec(1, "changed"), rec(3), rec(4, content_hash="bad")], run_id=run)
+    upsert_pages(store, [rec(1), rec(2)], run_id=run)
+    upsert_pages(store, [rec(1, "changed"), rec(3), rec(4, content_hash="bad")], run_id=run)
     [r] = rows(store, "SELECT * FROM crawl_runs WHERE id = ?", run)
     assert (r["upserts_completed"], r["pages_new"], r["responses_200_changed"]) == (4, 3, 1)
     assert (r["quarantined"], r["outcome"], r["finished_at"]) == (1, "running", None)
@@ -262,7 +262,7 @@ def test_a_failed_batch_adds_nothing_to_its_run(tmp_path: Path) -> None:
     with open_store(f"sqlite:///{db}", busy_timeout=0.05) as store:
         run = store.start_run(spider="k", sources=["s"], mode="crawl", pid=1, host="h")
         with exclusive_lock(db), pytest.raises(TransientStoreError):
-            store.upsert_pages([rec(1)], run_id=run)
+            upsert_pages(store, [rec(1)], run_id=run)
         [r] = rows(store, "SELECT upserts_completed FROM crawl_runs")
         assert r["upserts_completed"] == 0
 
@@ -271,7 +271,7 @@ def test_unfinished_runs_and_abandoning_one(store: Store) -> None:
     a = store.start_run(spider="k", sources=["s"], mode="crawl", pid=11, host="h1", job_id="j1")
     b = store.start_run(spider="k", sources=["s"], mode="crawl", pid=12, host="h2")
     done = store.start_run(spider="k", sources=["s"], mode="crawl", pid=13, host="h1")
-    store.upsert_pages([rec(1)], run_id=a)
+    upsert_pages(store, [rec(1)], run_id=a)
     store.finish_run(done, reason="finished", outcome="finished", counters={})
     unfinished = store.unfinished_runs()
     assert [(r["id"], r["pid"], r["host"], r["job_id"]) for r in unfinished] == [
@@ -344,5 +344,5 @@ def test_a_lock_shorter_than_the_busy_timeout_just_waits(tmp_path: Path) -> None
         holder = threading.Thread(target=hold)
         holder.start()
         assert locked.wait(5)
-        assert len(store.upsert_pages([rec(1)]).inserted) == 1
+        assert len(upsert_pages(store, [rec(1)]).inserted) == 1
         holder.join()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from knowledge_crawler.store import open_store
 from knowledge_crawler.store.migrations import MIGRATIONS
+from tests.store.backends import upsert_pages
 from tests.store.test_contract import rec, rows
 
 
@@ -70,7 +71,7 @@ def test_upgrading_keeps_every_row_and_repairs_disagreeing_duplicate_columns(
             {"page_id": 2, "content": "older"}
         ]
         # New pages go on from the old ids; foreign keys are back on and hold.
-        store.upsert_pages([rec(10)])
+        upsert_pages(store, [rec(10)])
         assert rows(store, "SELECT MAX(id) AS n FROM page_meta")[0]["n"] == 10
         assert rows(store, "PRAGMA foreign_keys")[0]["foreign_keys"] == 1
         assert rows(store, "PRAGMA foreign_key_check") == []

@@ -72,7 +72,7 @@ def test_a_locked_database_commits_neither_records_nor_checkpoint(
     tmp_path: object, store: Store
 ) -> None:
     path = store.path  # type: ignore[attr-defined]
-    store._conn.execute("PRAGMA busy_timeout = 50")  # type: ignore[attr-defined]
+    store.db.conn.execute("PRAGMA busy_timeout = 50")  # type: ignore[attr-defined]
     with exclusive_lock(path), pytest.raises(TransientStoreError):
         store.write([rec(1), CheckpointAdvance("s", "api", "c1")])
     assert store.checkpoints("s") == {}
@@ -84,8 +84,8 @@ def test_a_locked_table_commits_neither_records_nor_checkpoint(store: Store) -> 
     """Another writer holds the pages table past the lock timeout: transient, nothing written."""
     import psycopg
 
-    store._conn.execute("SET lock_timeout = 50")  # type: ignore[attr-defined]
-    other = psycopg.connect(store._conninfo)  # type: ignore[attr-defined]
+    store.db.conn.execute("SET lock_timeout = 50")  # type: ignore[attr-defined]
+    other = psycopg.connect(store.db.conninfo)  # type: ignore[attr-defined]
     try:
         other.execute("LOCK TABLE page_meta IN ACCESS EXCLUSIVE MODE")
         with pytest.raises(TransientStoreError, match="lock timeout"):
@@ -140,7 +140,7 @@ def test_known_pages_most_overdue_first_without_tombstones(store: Store) -> None
             rec(4, next_check_at=T1),
         ]
     )
-    store._conn.execute(  # type: ignore[attr-defined]
+    store.db.conn.execute(  # type: ignore[attr-defined]
         "UPDATE page_meta SET status = 'tombstoned' WHERE canonical_url LIKE '%p4'"
     )
     known = list(store.known_pages(["s"]))

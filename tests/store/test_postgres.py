@@ -27,6 +27,7 @@ from knowledge_crawler.store import (
 from knowledge_crawler.store.migrations import MIGRATIONS
 from knowledge_crawler.store.postgres import PostgresStore, pg_store_error
 from tests.postgres import run_sql
+from tests.store.backends import upsert_pages
 from tests.store.test_contract import T0, T1, rec, rows
 from tests.store.test_passages_store import page
 
@@ -163,7 +164,7 @@ def test_busy_timeout_is_the_lock_timeout(postgres_url: str) -> None:
 def test_a_lost_connection_is_transient_and_the_next_call_reconnects(postgres_url: str) -> None:
     with open_store(postgres_url) as store:
         store.write([rec(1)])
-        pid = store._conn.info.backend_pid  # type: ignore[attr-defined]
+        pid = store.db.conn.info.backend_pid  # type: ignore[attr-defined]
         run_sql(postgres_url, "SELECT pg_terminate_backend(%s)", pid)
         with pytest.raises(TransientStoreError, match="cannot write to"):
             store.write([rec(2), rec(3)])
@@ -216,15 +217,15 @@ class FailingStore(PostgresStore):
         self.fail_loads: list[Exception] = []
         self.fail_duplicates: list[Exception] = []
 
-    def _load(self, conn: Any, records: Any) -> Any:
+    def _load(self, records: Any) -> Any:
         if self.fail_loads:
             raise self.fail_loads.pop(0)
-        return super()._load(conn, records)
+        return super()._load(records)
 
-    def _set_duplicates(self, conn: Any, updates: Any) -> None:
+    def _set_duplicates(self, updates: Any) -> None:
         if self.fail_duplicates:
             raise self.fail_duplicates.pop(0)
-        super()._set_duplicates(conn, updates)
+        super()._set_duplicates(updates)
 
 
 def test_a_deadlock_is_retried_never_quarantined(postgres_url: str) -> None:
@@ -246,9 +247,9 @@ def test_isolating_a_bad_record_keeps_duplicate_updates_in_the_records_transacti
         updates = [DuplicateUpdate(key(0), key(1), "near", 0.9)]
         store.fail_duplicates = [psycopg.errors.SerializationFailure("could not serialize")]
         with pytest.raises(TransientStoreError, match="serialize"):
-            store.upsert_pages(batch, duplicate_updates=updates)
+            upsert_pages(store, batch, duplicate_updates=updates)
         assert count(store, "page_meta") == 1 and count(store, "quarantine") == 0
-        result = store.upsert_pages(batch, duplicate_updates=updates)
+        result = upsert_pages(store, batch, duplicate_updates=updates)
         assert sorted(result.inserted) == [key(1), key(3)]
         assert [k for k, _ in result.quarantined] == [key(2)]
         assert count(store, "quarantine") == 1

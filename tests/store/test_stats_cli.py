@@ -10,13 +10,14 @@ from click.testing import CliRunner
 
 from knowledge_crawler.cli.main import cli
 from knowledge_crawler.store import open_store
+from tests.store.backends import upsert_pages
 from tests.store.test_contract import rec
 
 
 def database(tmp_path: Path) -> str:
     db = tmp_path / "k.db"
     with open_store(f"sqlite:///{db}") as store:
-        store.upsert_pages([rec(1, "x"), rec(2, "x"), rec(3, "x")])
+        upsert_pages(store, [rec(1, "x"), rec(2, "x"), rec(3, "x")])
         done = store.start_run(
             spider="k", sources=["s"], mode="crawl", pid=1, host="h", job_id="J7"
         )
