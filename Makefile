@@ -43,7 +43,7 @@ test-fast: $(STAMP) ## Unit tests only (seconds)
 	$(PY) -m pytest tests/unit -q
 
 demo: $(STAMP) ## Crawl the loopback test site twice into data/demo/knowledge.db and print stats
-	$(PY) -m knowledge_crawler.demo
+	$(PY) -m knowledge_crawler.cli.demo
 
 bench: $(STAMP) ## Benchmarks (see docs/benchmarks.md)
 	$(PY) bench/run_all.py --write

@@ -135,7 +135,7 @@ def stages(pages: list[tuple[str, bytes, str]], tmp: Path) -> tuple[dict[str, fl
     """CPU ms per page of each stage, and the page records (for the storage measurements)."""
     from scrapy.http import HtmlResponse
 
-    from knowledge_crawler.archive import WarcWriter
+    from knowledge_crawler.archive.warc import WarcWriter
     from knowledge_crawler.items import PageItem
     from knowledge_crawler.pipelines.store import to_record
     from knowledge_crawler.spiders.knowledge import page_links
@@ -304,8 +304,8 @@ def redis_bytes(records: list[Any], site_url: str) -> dict[str, float]:
     import redis
     from scrapy_redis.queue import PriorityQueue
 
-    from knowledge_crawler.dedupe_log import DedupeEntry
-    from knowledge_crawler.frontier import page_fingerprint
+    from knowledge_crawler.crawl.dedupe_log import DedupeEntry
+    from knowledge_crawler.crawl.frontier import page_fingerprint
     from knowledge_crawler.sources import Source
     from knowledge_crawler.spiders.knowledge import KnowledgeSpider
 
@@ -357,7 +357,7 @@ def process_memory(records: list[Any], copies: int) -> dict[str, float]:
     """Bytes a crawl process holds per stored page: known pages, dedupe state."""
     import numpy as np
 
-    from knowledge_crawler.dedupe_scratch import ScratchDedupeState
+    from knowledge_crawler.crawl.dedupe_scratch import ScratchDedupeState
     from knowledge_crawler.store import KnownPage
     from knowledge_crawler.sync.dedupe import DedupePolicy
     from knowledge_crawler.sync.dedupe import KnownPage as DedupeRow

@@ -116,7 +116,7 @@ def main() -> int:
     args = ap.parse_args()
     n = args.pages or (100 if args.quick else 500)
 
-    from knowledge_crawler.chromium import find_chromium
+    from knowledge_crawler.crawl.chromium import find_chromium
     from knowledge_crawler.testsite import TestSite
 
     chromium = find_chromium()

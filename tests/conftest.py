@@ -73,7 +73,7 @@ def postgres_url(postgres_database: str) -> Iterator[str]:
 def chromium() -> str:
     """The machine's Chromium (``make install`` puts Debian's in place); under ``CI=true``
     a missing one fails the test instead of skipping it."""
-    from knowledge_crawler.chromium import find_chromium
+    from knowledge_crawler.crawl.chromium import find_chromium
 
     path = find_chromium(os.environ.get("KC_CHROMIUM_PATH", ""))
     if path is None:

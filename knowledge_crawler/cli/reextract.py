@@ -1,6 +1,6 @@
 """``knowledge-crawler reextract --seeds FILE``: rebuild stored pages from the raw archive.
 
-Glue only (click, no Scrapy): the work is :class:`knowledge_crawler.reextract.Reextractor`.
+Glue only (click, no Scrapy): the work is :class:`knowledge_crawler.archive.reextract.Reextractor`.
 """
 
 from __future__ import annotations
@@ -57,10 +57,10 @@ def reextract(database: str, seeds: str, source_id: str | None, archive: str) ->
     Exit status: 0 when every archived page was re-extracted, 1 when some could
     not be (or the database could not be written), 2 on bad input.
     """
-    from knowledge_crawler.archive import archive_dir
+    from knowledge_crawler.archive.reextract import Reextractor
+    from knowledge_crawler.archive.warc import archive_dir
     from knowledge_crawler.config import KcConfig
     from knowledge_crawler.errors import ConfigError, StoreError
-    from knowledge_crawler.reextract import Reextractor
     from knowledge_crawler.sources import resolve_seeds
 
     try:

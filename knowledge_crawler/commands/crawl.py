@@ -27,12 +27,12 @@ from typing import Any
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.spiderloader import get_spider_loader
 
-from knowledge_crawler.chromium import check_browser
+from knowledge_crawler.crawl.chromium import check_browser
+from knowledge_crawler.crawl.runtime import check_database
+from knowledge_crawler.crawl.stage_pool import start_forkserver, worker_count
 from knowledge_crawler.errors import ConfigError
 from knowledge_crawler.pipelines.archive import check_archive
-from knowledge_crawler.runtime import check_database
 from knowledge_crawler.spiders.knowledge import KnowledgeSpider, check_arguments
-from knowledge_crawler.stage_pool import start_forkserver, worker_count
 
 EXIT_STATUS = {"finished": 0, "failed": 1, "interrupted": 130}
 
@@ -72,7 +72,7 @@ class Command(ScrapyCrawlCommand):
             check_archive(self.settings)
             check_browser(sources, self.settings)
             if self.settings.get("KC_REDIS_URL"):  # scrapy-redis only for a shared crawl
-                from knowledge_crawler.frontier import check_redis
+                from knowledge_crawler.crawl.frontier import check_redis
 
                 check_redis(self.settings)
         except ConfigError as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Self
 
 from knowledge_crawler import meta
-from knowledge_crawler.runtime import Runtime, runtime_for
+from knowledge_crawler.crawl.runtime import Runtime, runtime_for
 
 if TYPE_CHECKING:
     from scrapy import Request

@@ -1,6 +1,6 @@
 """The download handler that renders pages in Chromium: scrapy-playwright, disciplined.
 
-Installed for http and https by :func:`knowledge_crawler.chromium.install_browser`
+Installed for http and https by :func:`knowledge_crawler.crawl.chromium.install_browser`
 only when a source renders. Requests without ``meta["playwright"]`` go to Scrapy's
 HTTP/1.1 handler as always; Playwright itself starts with the first request that
 needs a browser. On top of scrapy-playwright's handler:
@@ -9,7 +9,7 @@ needs a browser. On top of scrapy-playwright's handler:
   per scheme, and the driver starts with the first request that needs a browser,
   not with the engine: a re-crawl whose pages all answer 304 starts none.
 * Chromium comes from the machine (``KC_CHROMIUM_PATH``, or found on ``PATH``) and
-  runs headless with :data:`~knowledge_crawler.chromium.LAUNCH_ARGS`.
+  runs headless with :data:`~knowledge_crawler.crawl.chromium.LAUNCH_ARGS`.
 * Images, fonts and media are never downloaded (:data:`BLOCKED_RESOURCES`), and a
   page's subresource requests to hosts that are private by their spelling
   (``127.0.0.1``, ``[::1]``, ``localhost``) are refused unless a source names the
@@ -53,12 +53,12 @@ from playwright.async_api import Error as PlaywrightError
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
 from knowledge_crawler.config import KcConfig
+from knowledge_crawler.crawl.runtime import child_processes
 from knowledge_crawler.middlewares.resolver import (
     allow_private_addresses,
     crawl_sources,
     own_hosts,
 )
-from knowledge_crawler.runtime import child_processes
 from knowledge_crawler.transform.addresses import host_key, private_host_reason, url_host
 
 if TYPE_CHECKING:

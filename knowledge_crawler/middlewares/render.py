@@ -23,7 +23,7 @@ after loading. Both wait at most ``KC_BROWSER_TIMEOUT_SECONDS``.
 Enable it below ``HttpCompressionMiddleware`` (590), whose decompressed body it
 reads, and above the retry middleware (550): ``RenderMiddleware`` = 575.
 
-:func:`knowledge_crawler.chromium.install_browser` (called by the knowledge spider
+:func:`knowledge_crawler.crawl.chromium.install_browser` (called by the knowledge spider
 when one of its sources renders) puts the browser download handler in place;
 a crawl without such sources never starts Playwright.
 
@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING, Any
 from scrapy.http import Response
 
 from knowledge_crawler import meta
-from knowledge_crawler.chromium import LOAD_STATES
 from knowledge_crawler.config import KcConfig
+from knowledge_crawler.crawl.chromium import LOAD_STATES
 from knowledge_crawler.middlewares._base import SourceMiddleware
 from knowledge_crawler.sync.policy import conditional_headers
 from knowledge_crawler.sync.render import browser_after, browser_first, host_verdict

@@ -2,7 +2,7 @@
 
 The knowledge spider yields each HTML page as a :class:`~knowledge_crawler.items.PageItem`
 and, when this middleware is on, leaves its links to it (``PageItem.follow``). Here the
-page is sent to the crawl's stage workers (``knowledge_crawler.stage_pool``), which
+page is sent to the crawl's stage workers (``knowledge_crawler.crawl.stage_pool``), which
 parse it once for its links and for stages 1-4 of its content, and the links come back
 with the rest: the item leaves with its stages' results (``PageItem.prepared``, which
 the pipelines then take) and is followed by the requests for its links, made by the
@@ -24,9 +24,9 @@ import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Self
 
+from knowledge_crawler.crawl.runtime import Runtime, runtime_for
+from knowledge_crawler.crawl.stage_pool import WorkerCrashed
 from knowledge_crawler.items import PageItem
-from knowledge_crawler.runtime import Runtime, runtime_for
-from knowledge_crawler.stage_pool import WorkerCrashed
 from knowledge_crawler.transform.stages import PageInput
 
 if TYPE_CHECKING:

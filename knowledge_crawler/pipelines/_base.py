@@ -12,8 +12,8 @@ from typing import Any, Self
 
 from scrapy.crawler import Crawler
 
+from knowledge_crawler.crawl.runtime import Runtime, runtime_for
 from knowledge_crawler.items import FailureItem, PageItem
-from knowledge_crawler.runtime import Runtime, runtime_for
 from knowledge_crawler.store import utc_now
 from knowledge_crawler.sync.retry import Action, AttemptState
 

@@ -1,7 +1,7 @@
 """0. archive: every page response into the raw archive, before anything else reads it.
 
 Each :class:`~knowledge_crawler.items.PageItem` (HTML or not) is written as a WARC
-``response`` record by :class:`knowledge_crawler.archive.WarcWriter` (what a record
+``response`` record by :class:`knowledge_crawler.archive.warc.WarcWriter` (what a record
 holds, and which headers are left out, is said there). The pipeline then puts the
 record's location on the item (``archive_file``, relative to the archive folder, and
 ``archive_offset``), which the store keeps with the page's content, and drops the raw
@@ -34,7 +34,7 @@ from typing import Any
 
 from scrapy.crawler import Crawler
 
-from knowledge_crawler.archive import ArchiveLocation, WarcWriter, archive_dir
+from knowledge_crawler.archive.warc import ArchiveLocation, WarcWriter, archive_dir
 from knowledge_crawler.config import KcConfig
 from knowledge_crawler.errors import ConfigError
 from knowledge_crawler.items import PageItem

@@ -11,14 +11,15 @@ other, already stored pages travel with the item as ``store.DuplicateUpdate``
 values, written in the same transaction as the page.
 
 Past ``KC_DEDUPE_MEMORY_PAGES`` pages, the policy's state moves (once, on that
-thread) into a temporary SQLite file (:class:`knowledge_crawler.dedupe_scratch.ScratchDedupeState`),
+thread) into a temporary SQLite file
+(:class:`knowledge_crawler.crawl.dedupe_scratch.ScratchDedupeState`),
 so that the crawl's memory stops growing with the pages it has seen; from then on
 each decision runs on a thread of its own, one page after another, in the order the
 pages came, never on the reactor thread. A store with more pages than that is
 restored straight into the file.
 
 When several processes crawl together (``KC_REDIS_URL``), every decision goes
-through the crawl's dedupe log in Redis (:class:`knowledge_crawler.dedupe_log.SharedDedupe`)
+through the crawl's dedupe log in Redis (:class:`knowledge_crawler.crawl.dedupe_log.SharedDedupe`)
 so that all of them judge against the same pages: the Redis round trip and the
 policy run on that thread too.
 """
@@ -34,8 +35,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from knowledge_crawler.dedupe_log import SharedDedupe
-from knowledge_crawler.dedupe_scratch import ScratchDedupeState
+from knowledge_crawler.crawl.dedupe_log import SharedDedupe
+from knowledge_crawler.crawl.dedupe_scratch import ScratchDedupeState
 from knowledge_crawler.errors import ConfigError
 from knowledge_crawler.items import FailureItem, PageItem
 from knowledge_crawler.pipelines._base import KcPipeline, retry_later
@@ -78,7 +79,7 @@ class DedupePipeline(KcPipeline):
         if spider is not None and self._shared_mode:
             import redis
 
-            from knowledge_crawler.frontier import CrawlKeys
+            from knowledge_crawler.crawl.frontier import CrawlKeys
 
             config = self.runtime.config
             self._server = redis.Redis.from_url(

@@ -20,9 +20,9 @@ from typing import Any
 
 from scrapy.exceptions import DropItem
 
+from knowledge_crawler.crawl.stage_pool import StagePool, WorkerCrashed, worker_count
 from knowledge_crawler.items import PageItem
 from knowledge_crawler.pipelines._base import KcPipeline
-from knowledge_crawler.stage_pool import StagePool, WorkerCrashed, worker_count
 from knowledge_crawler.transform.stages import (
     SELECTED,
     SELECTOR_FAILED,

@@ -55,10 +55,10 @@ from typing import Any
 from scrapy.crawler import Crawler
 
 from knowledge_crawler.config import KcConfig
+from knowledge_crawler.crawl.runtime import STORE_FAILED
 from knowledge_crawler.errors import StoreError, TransientStoreError
 from knowledge_crawler.items import DiscoveryItem, FailureItem, NotModifiedItem, PageItem
 from knowledge_crawler.pipelines._base import KcPipeline
-from knowledge_crawler.runtime import STORE_FAILED
 from knowledge_crawler.sources import Source
 from knowledge_crawler.store import (
     PAGE_NOT_STORED,

@@ -35,13 +35,13 @@ from scrapy.http import Request, Response
 from twisted.python.failure import Failure
 
 from knowledge_crawler import meta
+from knowledge_crawler.crawl.runtime import runtime_for
 from knowledge_crawler.discovery.api import parse_api_page
 from knowledge_crawler.discovery.candidates import Candidate, DiscoveryError
 from knowledge_crawler.discovery.feeds import parse_feed
 from knowledge_crawler.discovery.robots import sitemaps_from_robots
 from knowledge_crawler.discovery.sitemaps import parse_sitemap
 from knowledge_crawler.items import Discovered, DiscoveryItem
-from knowledge_crawler.runtime import runtime_for
 from knowledge_crawler.store import utc_now
 
 if TYPE_CHECKING:

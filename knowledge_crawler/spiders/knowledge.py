@@ -40,11 +40,11 @@ from scrapy.utils.response import get_base_url
 from twisted.python.failure import Failure
 
 from knowledge_crawler import __version__, meta
-from knowledge_crawler.chromium import install_browser
+from knowledge_crawler.crawl.chromium import install_browser
+from knowledge_crawler.crawl.runtime import SKIPPED_EXTENSIONS, runtime_for
 from knowledge_crawler.discovery.links import LinkRules
 from knowledge_crawler.errors import ConfigError
 from knowledge_crawler.items import FailureItem, NotModifiedItem, PageItem
-from knowledge_crawler.runtime import SKIPPED_EXTENSIONS, runtime_for
 from knowledge_crawler.sources import Source, resolve_seeds
 from knowledge_crawler.spiders._discovery import DiscoveryMixin
 from knowledge_crawler.store import utc_now
@@ -258,7 +258,7 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         spider.allowed_domains = sorted(domains | {_strip_www(d) for d in domains})
         spider._configure_slots(crawler)
         if crawler.settings.get("KC_REDIS_URL"):  # scrapy-redis only for a shared crawl
-            from knowledge_crawler.frontier import install_frontier
+            from knowledge_crawler.crawl.frontier import install_frontier
 
             spider.shared_frontier = install_frontier(crawler)
         spider.links_later = (
@@ -396,7 +396,7 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         """A request for ``url`` unless it is out of scope, already seen or over the budget.
 
         With a shared frontier the seen set and the budget here are this process's
-        first filter; the shared dupefilter has the last word (knowledge_crawler.frontier).
+        first filter; the shared dupefilter has the last word (knowledge_crawler.crawl.frontier).
         """
         key = self._link_key(source.id, url)
         if key is None:

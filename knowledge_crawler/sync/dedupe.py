@@ -173,7 +173,7 @@ class DedupeState(Protocol):
     """Where a policy keeps what it knows of each page.
 
     :class:`MemoryDedupeState` keeps it in dicts; a state kept outside the process
-    (``knowledge_crawler.dedupe_scratch``) holds it in a file, so that memory does not
+    (``knowledge_crawler.crawl.dedupe_scratch``) holds it in a file, so that memory does not
     grow with the pages a crawl has seen. The maps answer like dicts.
     """
 

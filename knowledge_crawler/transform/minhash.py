@@ -22,7 +22,7 @@ Pipeline summary
   rule and banding, stored compactly (one uint32 matrix + one dict per band), plus
   confirmation of candidates by their estimated Jaccard.
   ``NearDuplicateIndex`` is the interface an index implements (the processes of a
-  shared crawl keep their copies in step through ``knowledge_crawler.dedupe_log``).
+  shared crawl keep their copies in step through ``knowledge_crawler.crawl.dedupe_log``).
 
 Signatures depend on ``(algorithm version, num_perm, seed, shingle_size)``; the LSH
 banding only on ``(threshold, num_perm, weights)``. ``MinHashParams.fingerprint()``

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from knowledge_crawler.archive import ArchivedResponse, ArchiveReader
+from knowledge_crawler.archive.warc import ArchivedResponse, ArchiveReader
 from knowledge_crawler.testsite import TestSite
 from knowledge_crawler.transform.decode import decode_html
 from knowledge_crawler.transform.extract import extract, stored_form
@@ -120,7 +120,7 @@ async def test_the_archive_rotates_into_files_of_bounded_size(
 async def test_a_record_that_cannot_be_written_leaves_its_page_stored_without_one(
     site: TestSite, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from knowledge_crawler.archive import WarcWriter
+    from knowledge_crawler.archive.warc import WarcWriter
 
     real = WarcWriter.write_response
     calls = {"n": 0, "failed": set()}

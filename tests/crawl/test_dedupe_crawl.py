@@ -101,7 +101,7 @@ async def test_a_full_dedupe_file_stops_the_crawl_and_loses_nothing(
     await run_crawl(db_url, seeds=site.url)
     expected = decisions(db_url)
 
-    from knowledge_crawler.dedupe_scratch import ScratchDedupeState
+    from knowledge_crawler.crawl.dedupe_scratch import ScratchDedupeState
     from knowledge_crawler.pipelines import dedupe
 
     full_url = f"sqlite:///{tmp_path}/full.db"

@@ -30,7 +30,7 @@ def test_links_are_absolute_deduplicated_and_filtered() -> None:
 
 def worker_links(response: HtmlResponse, region: str | None = None) -> list[str]:
     """The links ``prepare`` finds, given the page as the spider hands it over."""
-    from knowledge_crawler.runtime import SKIPPED_EXTENSIONS
+    from knowledge_crawler.crawl.runtime import SKIPPED_EXTENSIONS
     from knowledge_crawler.transform.decode import decode_html
     from knowledge_crawler.transform.stages import PageInput, StageRules, prepare
 

@@ -55,7 +55,7 @@ async def test_a_new_run_abandons_the_dead_runs_of_this_host_only(
         parent = store.start_run(
             spider="knowledge", sources=[], mode="crawl", pid=os.getppid(), host=here
         )
-    with caplog.at_level(logging.WARNING, logger="knowledge_crawler.runtime"):
+    with caplog.at_level(logging.WARNING, logger="knowledge_crawler.crawl.runtime"):
         await run_crawl(db_url, seeds=site.url)
     outcomes = {r["id"]: r["outcome"] for r in runs(db_url)}
     assert outcomes[dead] == outcomes[ours] == "abandoned"

@@ -35,12 +35,12 @@ from scrapy.utils.test import get_crawler
 
 from knowledge_crawler import meta
 from knowledge_crawler import settings as project_settings
+from knowledge_crawler.crawl.runtime import runtime_for
 from knowledge_crawler.middlewares.resolver import PrivateAddressRefused, PrivateAddressResolver
 from knowledge_crawler.middlewares.safety import (
     PrivateAddressMiddleware,
     RefusedResolutionMiddleware,
 )
-from knowledge_crawler.runtime import runtime_for
 from knowledge_crawler.sources import Source, sources_from_urls
 from knowledge_crawler.spiders.knowledge import KnowledgeSpider
 from knowledge_crawler.testsite import TestSite

@@ -19,8 +19,8 @@ from scrapy.http import Request
 from scrapy.utils.test import get_crawler
 
 from knowledge_crawler import meta
+from knowledge_crawler.crawl.runtime import runtime_for
 from knowledge_crawler.middlewares.scope import ScopeMiddleware
-from knowledge_crawler.runtime import runtime_for
 from knowledge_crawler.sources import sources_from_urls
 from knowledge_crawler.spiders.knowledge import KnowledgeSpider
 from knowledge_crawler.testsite import TestSite

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from scrapy import signals
 
-from knowledge_crawler import runtime as runtime_module
+from knowledge_crawler.crawl import runtime as runtime_module
 from knowledge_crawler.errors import TransientStoreError
 from knowledge_crawler.items import PageItem
 from knowledge_crawler.store import PageRecord

@@ -11,11 +11,11 @@ import pytest
 from scrapy import Spider
 from scrapy.utils.test import get_crawler
 
+from knowledge_crawler.crawl.runtime import runtime_for
 from knowledge_crawler.errors import TransientStoreError
 from knowledge_crawler.items import PageItem
 from knowledge_crawler.pipelines import store as store_pipeline
 from knowledge_crawler.pipelines.store import StorePipeline, to_record
-from knowledge_crawler.runtime import runtime_for
 from knowledge_crawler.store import DuplicateUpdate, open_store, utc_now
 from knowledge_crawler.transform.fingerprint import content_hash
 from tests.faults import FlakyStore, hold_lock

@@ -89,7 +89,7 @@ def page_texts(chromium: str, urls: list[str], shots: Path) -> list[str]:
     of its own: the test session's event loop belongs to the Twisted reactor)."""
     from playwright.sync_api import sync_playwright
 
-    from knowledge_crawler.chromium import LAUNCH_ARGS
+    from knowledge_crawler.crawl.chromium import LAUNCH_ARGS
 
     def render() -> list[str]:
         texts = []

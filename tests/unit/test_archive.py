@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from knowledge_crawler.archive import (
+from knowledge_crawler.archive.warc import (
     ArchiveError,
     ArchiveFileError,
     ArchiveReader,
@@ -163,8 +163,8 @@ def test_the_archive_folder_is_beside_the_database_unless_set() -> None:
 
 
 def test_the_reextract_module_reads_the_key_the_crawl_writes() -> None:
-    from knowledge_crawler.reextract import META_SIGNATURES, params_from_fingerprint
-    from knowledge_crawler.runtime import META_SIGNATURES as WRITTEN
+    from knowledge_crawler.archive.reextract import META_SIGNATURES, params_from_fingerprint
+    from knowledge_crawler.crawl.runtime import META_SIGNATURES as WRITTEN
     from knowledge_crawler.transform.minhash import MinHashParams
 
     assert META_SIGNATURES == WRITTEN

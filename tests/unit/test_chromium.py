@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from knowledge_crawler.chromium import (
+from knowledge_crawler.config import KcConfig
+from knowledge_crawler.crawl.chromium import (
     LAUNCH_ARGS,
     browser_settings,
     check_browser,
     find_chromium,
 )
-from knowledge_crawler.config import KcConfig
 from knowledge_crawler.errors import ConfigError
 from knowledge_crawler.sources import Source
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from knowledge_crawler.dedupe_log import DedupeEntry, SharedDedupe
-from knowledge_crawler.frontier import CrawlKeys
+from knowledge_crawler.crawl.dedupe_log import DedupeEntry, SharedDedupe
+from knowledge_crawler.crawl.frontier import CrawlKeys
 from knowledge_crawler.sync.dedupe import REPRESENTATIVE, DedupePolicy, KnownPage
 from knowledge_crawler.transform.minhash import DEFAULT
 from tests.unit.test_dedupe_policy import (

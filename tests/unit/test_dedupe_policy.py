@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from knowledge_crawler.dedupe_scratch import ScratchDedupeState
+from knowledge_crawler.crawl.dedupe_scratch import ScratchDedupeState
 from knowledge_crawler.sync.dedupe import (
     EXACT,
     NEAR,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from knowledge_crawler.dedupe_scratch import ScratchDedupeState
+from knowledge_crawler.crawl.dedupe_scratch import ScratchDedupeState
 from knowledge_crawler.sync.dedupe import EXACT, NEAR, REPRESENTATIVE, Decision, DedupePolicy, Key
 from knowledge_crawler.transform.minhash import DEFAULT
 from tests.unit.test_dedupe_policy import STATES, Text, article, decide, key, known, sim, texts

@@ -1,4 +1,4 @@
-"""The dedupe state kept in a temporary SQLite file (knowledge_crawler.dedupe_scratch)."""
+"""The dedupe state kept in a temporary SQLite file (knowledge_crawler.crawl.dedupe_scratch)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from knowledge_crawler.dedupe_scratch import ScratchDedupeState, ScratchNearDuplicateIndex
+from knowledge_crawler.crawl.dedupe_scratch import ScratchDedupeState, ScratchNearDuplicateIndex
 from knowledge_crawler.sync.dedupe import DedupePolicy, DuplicateState, Key
 from knowledge_crawler.transform.minhash import (
     DEFAULT,

@@ -11,8 +11,13 @@ from scrapy import Request
 
 from knowledge_crawler import meta
 from knowledge_crawler.config import KcConfig
+from knowledge_crawler.crawl.frontier import (
+    CrawlKeys,
+    PageDupeFilter,
+    check_redis,
+    page_fingerprint,
+)
 from knowledge_crawler.errors import ConfigError
-from knowledge_crawler.frontier import CrawlKeys, PageDupeFilter, check_redis, page_fingerprint
 from knowledge_crawler.sources import Source
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from knowledge_crawler import runtime
-from knowledge_crawler.runtime import child_processes, pid_alive, run_outcome
+from knowledge_crawler.crawl import runtime
+from knowledge_crawler.crawl.runtime import child_processes, pid_alive, run_outcome
 
 
 @pytest.mark.parametrize(
@@ -76,7 +76,7 @@ def test_doctests() -> None:
 
 
 def test_robots_txt_answers_are_not_counted_as_page_responses() -> None:
-    from knowledge_crawler.runtime import run_counters
+    from knowledge_crawler.crawl.runtime import run_counters
 
     stats = {
         "downloader/response_status_count/404": 3,  # two robots.txt 404s and one page

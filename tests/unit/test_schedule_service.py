@@ -14,12 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from knowledge_crawler.cli.schedule import (
-    RunResult,
-    Schedule,
-    _absolute_database,
-    find_project_dir,
-)
+from knowledge_crawler.cli.schedule import _absolute_database
+from knowledge_crawler.schedule.local import find_project_dir
+from knowledge_crawler.schedule.service import RunResult, Schedule
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from knowledge_crawler.stage_pool import (
+from knowledge_crawler.crawl.stage_pool import (
     MAX_BATCH_BYTES,
     PIPE_BYTES,
     StagePool,

@@ -2,7 +2,7 @@
 
 ``knowledge-crawler reextract`` (``cli/reextract.py``) runs this; it imports no Scrapy.
 For each stored page of the chosen sources that has an archive location, the
-response is read back from the WARC file (:mod:`knowledge_crawler.archive`) and
+response is read back from the WARC file (:mod:`knowledge_crawler.archive.warc`) and
 goes through the stages a crawl runs, calling the same pure functions as the
 pipelines:
 
@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from knowledge_crawler.archive import (
+from knowledge_crawler.archive.warc import (
     ArchivedResponse,
     ArchiveError,
     ArchiveFileError,

@@ -20,7 +20,7 @@ crawl rank in log order in every process. Appending and reading are one Redis
 transaction (``MULTI``), retried on connection errors; an entry appended twice by a
 retry is applied once (entries carry their process and a sequence number).
 
-The stream lasts as long as the crawl's other keys (``knowledge_crawler.frontier``):
+The stream lasts as long as the crawl's other keys (``knowledge_crawler.crawl.frontier``):
 the first process of a new crawl and the last one to leave delete it. An entry is
 about 750 bytes (the 525-byte signature, key and hash) per page decided.
 

@@ -33,9 +33,9 @@ from scrapy.linkextractors import IGNORED_EXTENSIONS
 from scrapy.settings import BaseSettings
 
 from knowledge_crawler.config import KcConfig
+from knowledge_crawler.crawl.stage_pool import StagePool
 from knowledge_crawler.errors import ConfigError, StoreError, TransientStoreError
 from knowledge_crawler.sources import Source
-from knowledge_crawler.stage_pool import StagePool
 from knowledge_crawler.store import HEAD_COUNTERS, FetchFailure, KnownPage, Store, open_store
 from knowledge_crawler.sync.retry import AttemptState
 from knowledge_crawler.transform.minhash import MinHashParams

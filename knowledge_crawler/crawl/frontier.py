@@ -16,7 +16,7 @@ The keys of a crawl (``PREFIX`` is ``KC_REDIS_KEY_PREFIX``, ``SPIDER`` the spide
 ``PREFIX:SPIDER:busy``        which of them has work in hand: 1 from taking a request from
                               the queue until it is idle again, else 0 (a hash)
 ``PREFIX:SPIDER:dedupe``      every page judged for duplicates, in order (a stream; see
-                              knowledge_crawler.dedupe_log)
+                              knowledge_crawler.crawl.dedupe_log)
 
 A page request's fingerprint is its source id and canonical URL (``kc_source`` and
 ``kc_key``): the pages two sources share are fetched once for each, as in one
@@ -80,8 +80,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-SCHEDULER = "knowledge_crawler.frontier.SharedScheduler"
-DUPEFILTER = "knowledge_crawler.frontier.PageDupeFilter"
+SCHEDULER = "knowledge_crawler.crawl.frontier.SharedScheduler"
+DUPEFILTER = "knowledge_crawler.crawl.frontier.PageDupeFilter"
 #: how often a process tells the crawl it is alive (s)
 HEARTBEAT_SECONDS = 10.0
 #: how often a process waiting for its peers looks at the shared queue (s)
