@@ -262,7 +262,7 @@ def postgres_write(records: list[Any]) -> dict[str, float]:
     )
     try:
         with open_store(url) as store, psycopg.connect(POSTGRES_URL, autocommit=True) as probe:
-            backend = store.query("SELECT pg_backend_pid() AS pid")[0]["pid"]  # type: ignore[attr-defined]
+            backend = store.query("SELECT pg_backend_pid() AS pid")[0]["pid"]
             client, server = cpu_now(), proc_cpu(backend)
             for i in range(0, len(records), BATCH):
                 store.write(records[i : i + BATCH])

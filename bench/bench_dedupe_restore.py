@@ -66,7 +66,7 @@ def main() -> int:
         with open_store(url) as store:
             t0 = time.perf_counter()
             for start in range(0, n, 1000):
-                store.upsert_pages(records[start : start + 1000])
+                store.write(records[start : start + 1000])
             load = time.perf_counter() - t0
         del records
         rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -224,7 +224,7 @@ def _child(kind: str, batch: int, data: Path, db: str) -> dict[str, Any]:
     try:
         result = _timed_load(store, kind, batch, records, changed)
         if schema is not None:
-            [row] = store.query(  # type: ignore[attr-defined]
+            [row] = store.query(
                 "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c "
                 "JOIN pg_namespace s ON s.oid = c.relnamespace "
                 "WHERE s.nspname = current_schema() AND c.relkind IN ('r', 'm')"

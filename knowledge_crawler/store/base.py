@@ -594,6 +594,12 @@ class Store(abc.ABC):
         :class:`ValueError` for a raw query the index cannot read."""
 
     @abc.abstractmethod
+    def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[Any]:
+        """The rows of a read-only SQL query over the schema's tables and views, written
+        with SQLite's placeholders (``?`` or ``:name``) whatever the database; each row
+        reads by column name and by position, and ``dict(row)`` gives its columns."""
+
+    @abc.abstractmethod
     def pages_without_passages(self) -> int:
         """Stored pages with content but no passages (stored before passages existed)."""
 

@@ -702,12 +702,6 @@ class SqlStore(Store):
         and return rows that index by column name and by position."""
         return self._read(sql, params, what="cannot query")
 
-    def applied_migrations(self) -> list[str]:
-        rows = self._read(
-            "SELECT name FROM schema_migrations ORDER BY name", what="cannot read the migrations of"
-        )
-        return [r[0] for r in rows]
-
     def dedupe_state(self, *, signatures: bool = True) -> Iterator[DedupeRow]:
         minhash = "p.minhash, p.minhash_params" if signatures else "NULL, NULL"
         rows = self._read(

@@ -11,7 +11,8 @@ SQLite, ``COPY`` on PostgreSQL); its full-text search; and which of its errors m
 ``DatabaseOperations``/``DatabaseFeatures`` and SQLAlchemy's dialects.
 
 Shared SQL is written with SQLite's placeholders (``:name``, or ``?`` in a statement
-that has no named ones); :meth:`Dialect.sql` turns it into the driver's own.
+that has no named ones); a dialect's :meth:`~Dialect.execute`, :meth:`~Dialect.executemany`
+and :meth:`~Dialect.rows` take it so and turn it into its driver's own.
 """
 
 from __future__ import annotations
@@ -129,10 +130,6 @@ class Dialect(abc.ABC):
             raise
 
     # -- SQL ------------------------------------------------------------------------
-
-    def sql(self, text: str) -> str:
-        """Shared SQL (SQLite's placeholders) as this driver takes it."""
-        return text
 
     @abc.abstractmethod
     def keys_in(self, keys: Sequence[tuple[str, str]]) -> Iterator[tuple[str, list[Any]]]:

@@ -383,9 +383,6 @@ class PostgresDialect(Dialect):
 
     # -- SQL --------------------------------------------------------------------------
 
-    def sql(self, text: str) -> str:
-        return _pyformat(text)
-
     def keys_in(self, keys: Sequence[tuple[str, str]]) -> Iterator[tuple[str, list[Any]]]:
         if keys:
             fragment = "IN (SELECT * FROM unnest(CAST(? AS TEXT[]), CAST(? AS TEXT[])))"

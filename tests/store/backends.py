@@ -22,9 +22,9 @@ def backend(store: Store) -> str:
 def columns(store: Store, table: str) -> set[str]:
     """The column names of a table or view."""
     if backend(store) == "sqlite":
-        rows = store.query(f"PRAGMA table_info({table})")  # type: ignore[attr-defined]
+        rows = store.query(f"PRAGMA table_info({table})")
         return {r["name"] for r in rows}
-    rows = store.query(  # type: ignore[attr-defined]
+    rows = store.query(
         "SELECT column_name FROM information_schema.columns "
         "WHERE table_schema = current_schema() AND table_name = ?",
         (table,),
@@ -46,3 +46,8 @@ def upsert_pages(
 ) -> UpsertResult:
     """Load ``records``, then apply ``duplicate_updates``: one :meth:`Store.write`."""
     return store.write([*records, *duplicate_updates], run_id=run_id)
+
+
+def applied_migrations(store: Store) -> list[str]:
+    """The names of the migrations the store's database records, in order."""
+    return [r[0] for r in store.query("SELECT name FROM schema_migrations ORDER BY name")]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from knowledge_crawler.store import FetchFailure, StatusChange, Store, Touch
-from tests.store.backends import columns
+from tests.store.backends import applied_migrations, columns
 from tests.store.test_contract import T0, T1, rec, rows
 
 T2 = "2026-01-03T00:00:00.000000Z"
@@ -20,7 +20,7 @@ def location(row: dict[str, object]) -> tuple[object, object]:
 
 
 def test_the_migration_adds_the_columns_and_the_view_shows_them(store: Store) -> None:
-    assert "0008_archive" in store.applied_migrations()  # type: ignore[attr-defined]
+    assert "0008_archive" in applied_migrations(store)
     for table in ("page_meta", "page_versions", "pages"):
         assert {"archive_file", "archive_offset"} <= columns(store, table), table
 

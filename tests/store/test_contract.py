@@ -18,7 +18,7 @@ from knowledge_crawler.store import (
     utc_now,
 )
 from knowledge_crawler.transform.fingerprint import content_hash
-from tests.store.backends import upsert_pages
+from tests.store.backends import applied_migrations, upsert_pages
 
 T0 = "2026-01-01T00:00:00.000000Z"
 T1 = "2026-01-02T00:00:00.000000Z"
@@ -158,9 +158,9 @@ def test_migrations_are_recorded_and_reopen_is_idempotent(tmp_path: Path) -> Non
     url = f"sqlite:///{tmp_path}/m.db"
     with open_store(url) as s:
         upsert_pages(s, [rec(1)])
-        first = s.applied_migrations()  # type: ignore[attr-defined]
+        first = applied_migrations(s)
     with open_store(url) as s:
-        assert s.applied_migrations() == first  # type: ignore[attr-defined]
+        assert applied_migrations(s) == first
         assert s.stats()["sanity"]["total_rows"] == 1
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from knowledge_crawler.store import open_store
 from knowledge_crawler.store.migrations import MIGRATIONS
-from tests.store.backends import upsert_pages
+from tests.store.backends import applied_migrations, upsert_pages
 from tests.store.test_contract import rec, rows
 
 
@@ -54,7 +54,7 @@ def test_upgrading_keeps_every_row_and_repairs_disagreeing_duplicate_columns(
     db = tmp_path / "old.db"
     old_database(db)
     with open_store(f"sqlite:///{db}") as store:
-        assert store.applied_migrations() == [m.name for m in MIGRATIONS]  # type: ignore[attr-defined]
+        assert applied_migrations(store) == [m.name for m in MIGRATIONS]
         got = rows(
             store,
             "SELECT id, content, duplicate_of, duplicate_kind, duplicate_score FROM pages "

@@ -27,7 +27,7 @@ from knowledge_crawler.store import (
 from knowledge_crawler.store.migrations import MIGRATIONS
 from knowledge_crawler.store.postgres import PostgresStore, pg_store_error
 from tests.postgres import run_sql
-from tests.store.backends import upsert_pages
+from tests.store.backends import applied_migrations, upsert_pages
 from tests.store.test_contract import T0, T1, rec, rows
 from tests.store.test_passages_store import page
 
@@ -83,7 +83,7 @@ def test_migrations_make_the_same_tables_and_columns_as_on_sqlite(
 ) -> None:
     open_store(f"sqlite:///{tmp_path}/k.db").close()
     with open_store(postgres_url) as store:
-        assert store.applied_migrations() == [m.name for m in MIGRATIONS]  # type: ignore[attr-defined]
+        assert applied_migrations(store) == [m.name for m in MIGRATIONS]
     sqlite, postgres = sqlite_schema(tmp_path / "k.db"), postgres_schema(postgres_url)
     assert sorted(postgres) == sorted(sqlite)
     for table, names in sqlite.items():
@@ -112,9 +112,9 @@ def test_reopening_applies_nothing_twice_and_a_newer_database_is_refused(
 ) -> None:
     with open_store(postgres_url) as store:
         store.write([rec(1)])
-        first = store.applied_migrations()  # type: ignore[attr-defined]
+        first = applied_migrations(store)
     with open_store(postgres_url) as store:
-        assert store.applied_migrations() == first  # type: ignore[attr-defined]
+        assert applied_migrations(store) == first
         assert count(store, "page_meta") == 1
     run_sql(postgres_url, "INSERT INTO schema_migrations VALUES ('9999_future', 'x')")
     with pytest.raises(SchemaMismatchError, match="9999_future"):

@@ -79,7 +79,7 @@ def test_canned_queries_run_on_a_fresh_database(db: str) -> None:
     """Every canned query is valid SQL over the current schema (the server runs them as is)."""
     with open_store(db) as store:
         for name, query in CANNED_QUERIES.items():
-            rows = store.query(query["sql"], {"q": "pump"})  # type: ignore[attr-defined]
+            rows = store.query(query["sql"], {"q": "pump"})
             if name == "sanity_checks":
                 assert [tuple(r) for r in rows] == [
                     ("rows = distinct identities", "0 = 0", "ok"),
