@@ -187,6 +187,60 @@ def test_unknown_url_scheme() -> None:
         open_store("mysql://x")
 
 
+def test_a_representative_counts_from_its_own_record_on_in_a_batch(store: Store) -> None:
+    """In one batch, a duplicate finds its representative when the representative's record
+    came before it (new or stored), and is stored as no duplicate when it comes after and
+    was not stored: the same on every database, whichever rows are inserted or updated."""
+
+    def p(n: int) -> tuple[str, str]:
+        return ("s", f"https://example.com/p{n}")
+
+    upsert_pages(store, [rec(1, "one"), rec(2, "two")])  # p1, p2 stored before the batch
+    result = upsert_pages(
+        store,
+        [
+            rec(3, "three"),  # new representative first ...
+            rec(4, "three", duplicate_of=p(3), duplicate_kind="exact"),  # ... a new duplicate
+            rec(1, "three", at=T1, duplicate_of=p(3), duplicate_kind="exact"),  # a stored one
+            rec(5, "five", duplicate_of=p(6), duplicate_kind="near"),  # its representative ...
+            rec(2, "five", at=T1, duplicate_of=p(6), duplicate_kind="near"),
+            rec(6, "five"),  # ... comes after: not stored yet
+            rec(7, "seven", duplicate_of=p(2), duplicate_kind="near"),  # stored before
+        ],
+    )
+    got = {
+        r["dup"]: r["rep"]
+        for r in rows(
+            store,
+            "SELECT d.canonical_url AS dup, r.canonical_url AS rep "
+            "FROM page_meta d LEFT JOIN page_meta r ON r.id = d.duplicate_of",
+        )
+    }
+    u = "https://example.com/p"
+    assert got == {
+        f"{u}1": f"{u}3",
+        f"{u}2": None,
+        f"{u}3": None,
+        f"{u}4": f"{u}3",
+        f"{u}5": None,
+        f"{u}6": None,
+        f"{u}7": f"{u}2",
+    }
+    assert sorted(result.unlinked) == [p(2), p(5)]
+    assert sorted(result.inserted) == [p(3), p(4), p(5), p(6), p(7)]
+    assert sorted(result.changed) == [p(1), p(2)]
+
+
+def test_the_same_page_twice_in_a_batch_is_written_in_order(store: Store) -> None:
+    result = upsert_pages(store, [rec(1, "first"), rec(1, "second", at=T1)])
+    assert result.inserted == [("s", "https://example.com/p1")]
+    assert result.changed == [("s", "https://example.com/p1")]
+    [page] = rows(store, "SELECT content, fetched_at FROM pages")
+    assert page == {"content": "second", "fetched_at": T1}
+    [version] = rows(store, "SELECT content FROM page_versions")
+    assert version == {"content": "first"}
+
+
 def test_dedupe_state_carries_every_pages_signature(store: Store) -> None:
     upsert_pages(
         store,
