@@ -341,9 +341,10 @@ class SqliteDialect(Dialect):
 
     def write_pages(self, writes: PageWrites, now: str) -> None:
         conn = self.conn
-        if writes.versions:
-            fragment, params = self.in_list(writes.versions, "BIGINT")
-            conn.execute(_sql.SAVE_VERSIONS.format(ids=fragment), [now, *params])
+        if writes.versions:  # one statement per page: a batch has no bound-variable limit
+            conn.executemany(
+                _sql.SAVE_VERSIONS.format(ids="= ?"), [(now, page) for page in writes.versions]
+            )
         if writes.new:
             conn.executemany(_INSERT_PAGE, writes.new)
         if writes.updates:

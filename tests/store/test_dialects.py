@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 from knowledge_crawler.store import Store
 from knowledge_crawler.store.core import SqlStore
 from tests.store.backends import SQLITE_ONLY
+from tests.store.test_contract import T1, rec, rows
 
 
 def _plan(store: SqlStore, statement: str, params: list[Any]) -> str:
@@ -40,3 +42,16 @@ def test_key_sets_come_in_chunks_under_the_variable_limit(store: Store) -> None:
     chunks = list(store.db.keys_in(keys))
     assert [len(params) // 2 for _, params in chunks] == [400, 400, 201]
     assert [k for _, params in chunks for k in zip(params[::2], params[1::2], strict=True)] == keys
+
+
+@SQLITE_ONLY
+def test_a_batch_of_changed_pages_is_not_bound_by_the_variable_limit(store: Store) -> None:
+    """However many pages of a batch change, their versions are saved: a batch is as large
+    as KC_STORE_BATCH_SIZE says, with no bound of SQLite's bound variables."""
+    assert isinstance(store, SqlStore)
+    store.db.conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 1000)
+    n = 1000
+    store.write([rec(i, f"first text {i}") for i in range(n)])
+    result = store.write([rec(i, f"second text {i}", at=T1) for i in range(n)])
+    assert len(result.changed) == n
+    assert rows(store, "SELECT COUNT(*) AS n FROM page_versions") == [{"n": n}]
