@@ -196,6 +196,7 @@ class SqlStore(Store):
     def __init__(self, dialect: Dialect) -> None:
         self.db = dialect
         self.url = dialect.url
+        self._priors_sql = _PRIORS.format(passage_ids=dialect.passage_ids, keys="{keys}")
 
     @contextlib.contextmanager
     def _guard(self, what: str) -> Iterator[None]:
@@ -222,7 +223,7 @@ class SqlStore(Store):
         if not operations:
             return UpsertResult()
         db = self.db
-        claimed = claims(operations)
+        claimed = claims(operations) if db.concurrent_writers else ()
         with db.lock, self._guard("cannot write to"):
             try:
                 with db.transaction(claimed):
@@ -392,8 +393,7 @@ class SqlStore(Store):
 
     def _priors(self, keys: Sequence[Key]) -> dict[Key, tuple[Any, ...]]:
         """The stored state of the pages of ``keys`` (see :data:`_PRIORS`)."""
-        sql = _PRIORS.format(passage_ids=self.db.passage_ids, keys="{keys}")
-        return {(r[0], r[1]): tuple(r[2:]) for r in self._keyed(sql, keys)}
+        return {(r[0], r[1]): tuple(r[2:]) for r in self._keyed(self._priors_sql, keys)}
 
     def _unlinked(self, records: Sequence[PageRecord]) -> list[Key]:
         """Keys of duplicates stored as none: their representative is not in the database."""

@@ -105,6 +105,9 @@ class Dialect(abc.ABC):
     errors: tuple[type[Exception], ...]
     #: the errors that say a record is bad (the database refuses it), not the database
     bad_record_errors: tuple[type[Exception], ...]
+    #: several write transactions may run at once: each claims what it writes first
+    #: (``claims`` of :meth:`transaction`); False where the database admits one writer
+    concurrent_writers: bool
     #: a page's (``m``) passage ids, in order, comma-separated
     passage_ids: str
     #: the canonical URLs of a group of pages, space-separated (``stats``)
@@ -159,9 +162,9 @@ class Dialect(abc.ABC):
     def transaction(self, claims: Sequence[str] = ()) -> contextlib.AbstractContextManager[None]:
         """A write transaction: committed when the block ends, rolled back when it raises.
 
-        ``claims``: what the transaction writes (see ``core.claims``). A database that
-        lets several writers in at once serialises the writers of overlapping claims
-        before the block runs; one that admits one writer at a time ignores them.
+        ``claims``: what the transaction writes (see ``core.claims``), given where
+        :attr:`concurrent_writers`: the writers of overlapping claims are serialised
+        before the block runs.
         """
 
     @abc.abstractmethod

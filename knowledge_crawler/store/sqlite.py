@@ -188,6 +188,7 @@ class SqliteDialect(Dialect):
 
     errors = (sqlite3.Error,)
     bad_record_errors = BAD_RECORD_ERRORS
+    concurrent_writers = False  # BEGIN IMMEDIATE takes the file's one write lock
     passage_ids = (
         "(SELECT group_concat(id, ',') FROM "
         "(SELECT id FROM passages p WHERE p.page_id = m.id ORDER BY ord))"
@@ -300,7 +301,7 @@ class SqliteDialect(Dialect):
     def transaction(self, claims: Sequence[str] = ()) -> Iterator[None]:
         """``BEGIN IMMEDIATE`` ... ``COMMIT``; on any error (COMMIT's own too) ``ROLLBACK``.
 
-        The write lock is the file's, taken at BEGIN: ``claims`` need nothing more.
+        The write lock is the file's, taken at BEGIN: there are no ``claims`` to take.
         SQLite rolls some failures back by itself (a full disk, an I/O error): the
         ROLLBACK is then skipped, so the original error is what the caller sees.
         """
