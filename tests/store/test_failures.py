@@ -19,9 +19,10 @@ import pytest
 
 from knowledge_crawler.errors import StoreError, TransientStoreError
 from knowledge_crawler.store import DuplicateUpdate, Store, open_store
+from knowledge_crawler.store.core import SqlStore
 from knowledge_crawler.store.sqlite import SqliteStore, store_error
 from tests.faults import exclusive_lock
-from tests.store.backends import execute, upsert_pages
+from tests.store.backends import backend, execute, upsert_pages
 from tests.store.test_contract import rec, rows
 
 P = "https://example.com/p"
@@ -346,3 +347,40 @@ def test_a_lock_shorter_than_the_busy_timeout_just_waits(tmp_path: Path) -> None
         assert locked.wait(5)
         assert len(upsert_pages(store, [rec(1)]).inserted) == 1
         holder.join()
+
+
+def test_a_failure_after_part_of_a_run_is_written_leaves_nothing_of_the_batch(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run is written in several pieces when a record names a representative the same
+    run inserts (or a page comes twice): the second piece failing for a reason that may
+    pass rolls back the first with it, and the retry writes each row once."""
+    assert isinstance(store, SqlStore)
+    if backend(store) == "sqlite":
+        error: Exception = sqlite3.OperationalError("disk I/O error")
+    else:
+        import psycopg
+
+        error = psycopg.errors.DeadlockDetected("deadlock detected")
+    pieces: list[int] = []
+    write_pages = store.db.write_pages
+
+    def second_piece_fails(writes: Any, now: str) -> None:
+        pieces.append(len(writes.new))
+        if len(pieces) == 2:
+            raise error
+        write_pages(writes, now)
+
+    monkeypatch.setattr(store.db, "write_pages", second_piece_fails)
+    batch = [rec(1, "same"), rec(2, "same", duplicate_of=key(1), duplicate_kind="exact")]
+    with pytest.raises(TransientStoreError):
+        store.write(batch)
+    assert pieces == [1, 1]  # p1 was written before p2 failed
+    assert count(store, "page_meta") == 0 and count(store, "page_content") == 0
+    assert count(store, "passages") == 0 and count(store, "quarantine") == 0
+    monkeypatch.undo()
+    result = store.write(batch)
+    assert sorted(result.inserted) == [key(1), key(2)] and not result.unlinked
+    assert rows(store, "SELECT COUNT(*) AS n FROM page_meta WHERE duplicate_of IS NOT NULL") == [
+        {"n": 1}
+    ]

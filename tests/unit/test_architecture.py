@@ -155,7 +155,7 @@ def test_every_unit_stands_on_a_floor() -> None:
         floor_of(str(unit_of(module_name(path))))
 
 
-def test_the_floors_test_sees_relative_imports(tmp_path: Path) -> None:
+def test_the_floors_test_sees_relative_imports() -> None:
     """A relative import resolves to the module it names (what DESIGN promises)."""
     names = imported_modules(PACKAGE / "testsite" / "_pages.py")
     assert "knowledge_crawler.testsite._content" in names
