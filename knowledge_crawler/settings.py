@@ -119,6 +119,10 @@ DOWNLOADER_MIDDLEWARES = {
     # Private, loopback and link-local hosts by their spelling, unless a source names
     # them itself (F-SAFETY); below RobotsTxtMiddleware for the same reason as scope.
     "knowledge_crawler.middlewares.safety.PrivateAddressMiddleware": 70,
+    # robots.txt obeyed by every request, those that wait for the file together included
+    # (knowledge_crawler.middlewares.robots): in place of Scrapy's, at its place.
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "knowledge_crawler.middlewares.robots.RobotsMiddleware": 100,
     # A name the resolver refused (it resolves to a private address) fails as
     # PrivateAddressRefused, unretried: above RetryMiddleware (550).
     "knowledge_crawler.middlewares.safety.RefusedResolutionMiddleware": 560,
