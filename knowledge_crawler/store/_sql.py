@@ -17,12 +17,14 @@ __all__ = [
     "FAILURE",
     "FRONTIER_ADD",
     "PAGE_COLUMNS",
+    "REDIRECT_PAGE",
     "SAVE_VERSIONS",
     "SET_DUPLICATE",
     "SET_PAGE",
     "STATUS",
     "TOUCH",
     "UPDATE_PAGE",
+    "URL_OUTCOME",
 ]
 
 #: the columns a new page's row is written with, in order
@@ -61,6 +63,7 @@ SET_PAGE = """
     status          = CASE WHEN {s}reextracted THEN m.status ELSE 'active' END,
     status_reason   = CASE WHEN {s}reextracted THEN m.status_reason END,
     status_evidence = CASE WHEN {s}reextracted THEN m.status_evidence ELSE '[]' END,
+    redirect_to     = CASE WHEN {s}reextracted THEN m.redirect_to END,
     last_seen_at    = CASE WHEN {s}reextracted THEN m.last_seen_at ELSE {s}fetched_at END,
     last_checked_at = CASE WHEN {s}reextracted THEN m.last_checked_at ELSE {s}fetched_at END,
     next_check_at   = {s}next_check_at,
@@ -103,6 +106,7 @@ UPDATE page_meta SET
     status          = 'active',
     status_reason   = NULL,
     status_evidence = '[]',
+    redirect_to     = NULL,
     last_seen_at    = :checked_at,
     last_checked_at = :checked_at,
     etag            = COALESCE(CAST(:etag AS TEXT), etag),
@@ -113,15 +117,55 @@ WHERE source_id = :source_id AND canonical_url = :canonical_url
 """
 
 # A discovered page, unless it was checked since it was discovered (then it is stored).
+# Found again at a smaller depth (a shorter link path): that depth.
 FRONTIER_ADD = """
-INSERT INTO frontier (source_id, canonical_url, url, depth, adapter, lastmod, discovered_at, run_id)
+INSERT INTO frontier (source_id, canonical_url, url, depth, adapter, lastmod, discovered_at,
+                      run_id, found_on)
 SELECT CAST(:source_id AS TEXT), CAST(:canonical_url AS TEXT), :url, :depth, :adapter,
-       :lastmod, CAST(:discovered_at AS TEXT), :run_id
+       :lastmod, CAST(:discovered_at AS TEXT), :run_id, :found_on
 WHERE NOT EXISTS (SELECT 1 FROM page_meta
                   WHERE source_id = CAST(:source_id AS TEXT)
                     AND canonical_url = CAST(:canonical_url AS TEXT)
                     AND last_checked_at >= CAST(:discovered_at AS TEXT))
-ON CONFLICT (source_id, canonical_url) DO NOTHING
+ON CONFLICT (source_id, canonical_url) DO UPDATE SET depth = excluded.depth
+WHERE excluded.depth < frontier.depth
+"""
+
+# A URL not stored as a page that answered with a redirect or was refused: its frontier
+# row says so, and when it is due again.
+URL_OUTCOME = """
+INSERT INTO frontier (source_id, canonical_url, url, depth, adapter, discovered_at, run_id,
+                      state, reason, target, last_status, checked_at, next_due_at)
+VALUES (:source_id, :canonical_url, :url, :depth, 'fetch', :checked_at, :run_id,
+        :state, :reason, :target, :status, :checked_at, :next_due_at)
+ON CONFLICT (source_id, canonical_url) DO UPDATE SET
+    state       = excluded.state,
+    reason      = excluded.reason,
+    target      = excluded.target,
+    last_status = excluded.last_status,
+    checked_at  = excluded.checked_at,
+    next_due_at = excluded.next_due_at,
+    run_id      = excluded.run_id
+"""
+
+# A stored page that now answers with a redirect: tombstoned (its content kept) with
+# where it leads, checked again at ``next_due_at`` at its own URL, without validators
+# (those it had were its content's).
+REDIRECT_PAGE = """
+UPDATE page_meta SET
+    status_changed_at = CASE WHEN status = 'tombstoned' AND redirect_to IS NOT NULL
+                             THEN status_changed_at ELSE CAST(:checked_at AS TEXT) END,
+    status          = 'tombstoned',
+    status_reason   = :reason,
+    status_evidence = '[]',
+    redirect_to     = :target,
+    http_status     = :status,
+    etag            = NULL,
+    last_modified   = NULL,
+    final_url       = url,
+    last_checked_at = :checked_at,
+    next_check_at   = COALESCE(CAST(:next_due_at AS TEXT), next_check_at)
+WHERE source_id = :source_id AND canonical_url = :canonical_url
 """
 
 FAILURE = """

@@ -40,6 +40,7 @@ __all__ = [
     "Store",
     "Touch",
     "UpsertResult",
+    "UrlOutcome",
     "display_url",
     "record_dict",
     "utc_now",
@@ -126,9 +127,6 @@ class PageRecord:
     #: fetch state stays (status, seen and checked times, retry state, frontier entry),
     #: and a moved hash moves ``last_changed_at`` to the time of writing
     reextracted: bool = False
-    #: canonical URL of the URL requested, when a redirect made it another page's:
-    #: its frontier entry is settled with this record too
-    requested_key: str | None = None
     #: the content split into passages (search units); written with the content, in the
     #: same transaction, replacing the page's previous passages
     passages: Sequence[PassageRecord] = ()
@@ -174,6 +172,39 @@ class FrontierAdd:
     discovered_at: str
     depth: int = 0
     lastmod: str | None = None
+    #: canonical URL of the stored page whose links listed it (``adapter`` ``link``)
+    found_on: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.source_id, self.canonical_url)
+
+
+@dataclass(frozen=True, slots=True)
+class UrlOutcome:
+    """A URL that answered without a page of its own: redirected to another URL, or
+    refused (not HTML, robots.txt, out of scope, ...), and when it is due again.
+
+    Not a failure: its retry state, if any, is settled. A URL not stored as a page
+    keeps it as its frontier row (``state`` ``redirected`` or ``refused``), left out
+    of the crawl until ``next_due_at`` (None: due at once, e.g. a robots.txt refusal
+    judged again by each crawl without a download). A stored page that now redirects
+    is tombstoned with ``redirect_to`` and stays checked at ``next_due_at``; its
+    content is kept. A refusal of a stored page changes nothing stored.
+    """
+
+    source_id: str
+    canonical_url: str
+    url: str
+    state: str  #: ``redirected`` or ``refused``
+    checked_at: str
+    reason: str
+    #: where a redirect led: the canonical URL of a page of the source, or the URL itself
+    #: when it left the source's scope
+    target: str | None = None
+    status: int | None = None
+    next_due_at: str | None = None
+    depth: int = 0
 
     @property
     def key(self) -> tuple[str, str]:
@@ -196,7 +227,6 @@ class Touch:
     last_modified: str | None = None
     next_check_at: str | None = None
     check_interval: int | None = None
-    requested_key: str | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -344,6 +374,7 @@ Operation = (
     | DuplicateUpdate
     | Touch
     | FrontierAdd
+    | UrlOutcome
     | FetchFailure
     | StatusChange
     | CheckpointAdvance
@@ -398,6 +429,10 @@ class UpsertResult:
     checkpoints: list[tuple[str, str]] = field(default_factory=list)
     #: pages added to the frontier (discovered, not yet stored)
     frontier_added: int = 0
+    #: URLs recorded as redirected (stored pages among them: ``redirected_pages``) or refused
+    redirected: int = 0
+    redirected_pages: int = 0
+    refused: int = 0
     #: failures recorded, and of those dead-lettered
     failures: int = 0
     dead_lettered: int = 0
@@ -422,7 +457,8 @@ class Store(abc.ABC):
         Touches move only times, validators and the next check of a stored page
         (one for a page that is not stored is ignored and reported ``untouched``);
         frontier additions record discovered pages, and a record or touch settles
-        its page's entry (and its ``requested_key``'s) and clears its retry state;
+        its page's entry and clears its retry state; a URL outcome records a redirect
+        or refusal (see :class:`UrlOutcome`) and clears its retry state;
         a failure replaces the page's retry state (``fetch_attempts``), a status
         change moves a stored page's status with its reason and evidence;
         checkpoints replace the source's cursor for their adapter. Records upsert
@@ -469,8 +505,12 @@ class Store(abc.ABC):
         """Pages whose retries are exhausted or that wait for review, oldest first."""
 
     @abc.abstractmethod
-    def frontier(self, source_ids: Sequence[str]) -> list[FrontierAdd]:
-        """Discovered pages of these sources not yet stored, oldest discovery first."""
+    def frontier(
+        self, source_ids: Sequence[str], *, due_by: str | None = None
+    ) -> list[FrontierAdd]:
+        """URLs of these sources known and not stored as pages (listed, linked,
+        redirected, refused), oldest discovery first; ``due_by`` given: only those due
+        by then (a redirected or refused URL waits for its ``next_due_at``)."""
 
     @abc.abstractmethod
     def archived_pages(self, source_ids: Sequence[str]) -> list[ArchivedPage]:

@@ -52,6 +52,7 @@ from knowledge_crawler.store.base import (
     Store,
     Touch,
     UpsertResult,
+    UrlOutcome,
     record_dict,
     utc_now,
 )
@@ -157,10 +158,7 @@ def claims(operations: Iterable[Operation]) -> list[str]:
         if isinstance(op, CheckpointAdvance):
             names.add(f"checkpoint\n{op.source_id}\n{op.adapter}")
             continue
-        keys = [op.key]
-        if isinstance(op, PageRecord | Touch) and op.requested_key:
-            keys.append((op.source_id, op.requested_key))  # settled with it
-        names.update(f"page\n{source_id}\n{url}" for source_id, url in keys)
+        names.add(f"page\n{op.key[0]}\n{op.key[1]}")
     return sorted(names)
 
 
@@ -293,6 +291,8 @@ class SqlStore(Store):
                 self._settle(touches)
             elif kind is FrontierAdd:
                 self._add_to_frontier(cast("list[FrontierAdd]", ops), result, run_id)
+            elif kind is UrlOutcome:
+                self._record_outcomes(cast("list[UrlOutcome]", ops), result, run_id)
             elif kind is FetchFailure:
                 self._fail(cast("list[FetchFailure]", ops), result, run_id)
             elif kind is StatusChange:
@@ -419,9 +419,9 @@ class SqlStore(Store):
         return {(r[0], r[1]) for r in self._keyed(sql, sorted(set(keys)))}
 
     def _settle(self, done: Sequence[PageRecord | Touch]) -> None:
-        """Pages now written (and the URLs requested): no frontier entry, no retry state."""
+        """Pages now written: no frontier entry, no retry state. (A URL that redirected to
+        one of them is settled by its own :class:`UrlOutcome`.)"""
         keys = {op.key for op in done}
-        keys |= {(op.source_id, op.requested_key) for op in done if op.requested_key}
         self._delete("frontier", sorted(keys))
         self._delete("fetch_attempts", sorted(keys))
 
@@ -499,10 +499,48 @@ class SqlStore(Store):
                     "lastmod": add.lastmod,
                     "discovered_at": add.discovered_at,
                     "run_id": run_id,
+                    "found_on": add.found_on,
                 }
                 for add in adds
             ],
         )
+
+    def _record_outcomes(
+        self, outcomes: Sequence[UrlOutcome], result: UpsertResult, run_id: int | None
+    ) -> None:
+        """Redirected and refused URLs: a stored page that redirects is tombstoned with
+        its target; any other URL gets (or keeps) its frontier row with the outcome. Either
+        way its retry state is settled: it answered."""
+        last = {op.key: op for op in outcomes}  # the latest outcome of a URL wins
+        stored = self._stored(last)
+        pages = [op for op in last.values() if op.key in stored and op.state == "redirected"]
+        others = [op for op in last.values() if op.key not in stored]
+        params = [
+            {
+                "source_id": op.source_id,
+                "canonical_url": op.canonical_url,
+                "url": op.url,
+                "depth": op.depth,
+                "state": op.state,
+                "reason": op.reason,
+                "target": op.target,
+                "status": op.status,
+                "checked_at": op.checked_at,
+                "next_due_at": op.next_due_at,
+                "run_id": run_id,
+            }
+            for op in (*pages, *others)
+        ]
+        if pages:
+            self.db.executemany(_sql.REDIRECT_PAGE, params[: len(pages)])
+        if others:
+            self.db.executemany(_sql.URL_OUTCOME, params[len(pages) :])
+        # a refused URL that is a stored page: stored as it was, due by its own schedule
+        self._delete("frontier", sorted(k for k in last if k in stored))
+        self._delete("fetch_attempts", sorted(last))
+        result.redirected += sum(1 for op in last.values() if op.state == "redirected")
+        result.redirected_pages += len(pages)
+        result.refused += sum(1 for op in last.values() if op.state == "refused")
 
     def _touch(self, touches: Sequence[Touch], result: UpsertResult) -> None:
         touched = self.db.executemany(
@@ -724,13 +762,18 @@ class SqlStore(Store):
         )
         return [_dedupe_row(tuple(row)) for row in rows]
 
-    def _of_sources(self, sql: str, source_ids: Sequence[str], what: str) -> list[Row]:
-        """The rows of ``sql`` whose ``{sources}`` matches one of ``source_ids``."""
+    def _of_sources(
+        self, sql: str, source_ids: Sequence[str], what: str, after: Sequence[Any] = ()
+    ) -> list[Row]:
+        """The rows of ``sql`` whose ``{sources}`` matches one of ``source_ids``; ``after``:
+        the values of the placeholders that follow it."""
         if not source_ids:
             return []
         fragment, params = self.db.in_list(list(source_ids), "TEXT")
         return self._read(
-            sql.format(sources=fragment, tiebreak=self.db.tiebreak), params, what=what
+            sql.format(sources=fragment, tiebreak=self.db.tiebreak),
+            [*params, *after],
+            what=what,
         )
 
     def known_pages(self, source_ids: Sequence[str]) -> Iterator[KnownPage]:
@@ -795,12 +838,18 @@ class SqlStore(Store):
             )
         ]
 
-    def frontier(self, source_ids: Sequence[str]) -> list[FrontierAdd]:
+    def frontier(
+        self, source_ids: Sequence[str], *, due_by: str | None = None
+    ) -> list[FrontierAdd]:
         rows = self._of_sources(
-            "SELECT source_id, canonical_url, url, adapter, discovered_at, depth, lastmod "
-            "FROM frontier WHERE source_id {sources} ORDER BY discovered_at, {tiebreak}",
+            "SELECT source_id, canonical_url, url, adapter, discovered_at, depth, lastmod, "
+            "found_on FROM frontier WHERE source_id {sources} "
+            "AND (CAST(? AS TEXT) IS NULL OR next_due_at IS NULL "
+            "OR next_due_at <= CAST(? AS TEXT)) "
+            "ORDER BY discovered_at, {tiebreak}",
             source_ids,
             "cannot read the frontier of",
+            after=(due_by, due_by),
         )
         return [FrontierAdd(*row) for row in rows]
 

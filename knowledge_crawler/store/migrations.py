@@ -449,6 +449,66 @@ _PAGE_EXTRA: tuple[str, ...] = (
     ),
 )
 
+# The crawl state (SPEC F-STATE): every URL a source knows has a row, whatever
+# happened to it. ``frontier`` holds the URLs not stored as pages: listed by a
+# discovery adapter, found as a link on a stored page (``found_on``, in the page's
+# own transaction), answered with a redirect to another page (``target``) or
+# refused with a reason (not HTML, robots.txt, out of scope, ...), each due again
+# at ``next_due_at`` (None: at once). A stored page that now redirects keeps its
+# row and content, tombstoned, with ``redirect_to``. The ``urls`` view reads the
+# three tables as one (stored pages, the frontier, failures of neither).
+_URL_STATE: tuple[str, ...] = (
+    "ALTER TABLE frontier ADD COLUMN state TEXT NOT NULL DEFAULT 'discovered' "
+    "CHECK (state IN ('discovered', 'refused', 'redirected'))",
+    "ALTER TABLE frontier ADD COLUMN reason TEXT",
+    "ALTER TABLE frontier ADD COLUMN target TEXT",
+    "ALTER TABLE frontier ADD COLUMN last_status INTEGER",
+    "ALTER TABLE frontier ADD COLUMN found_on TEXT",
+    "ALTER TABLE frontier ADD COLUMN checked_at TEXT",
+    "ALTER TABLE frontier ADD COLUMN next_due_at TEXT",
+    "CREATE INDEX idx_frontier_due ON frontier (source_id, next_due_at)",
+    "ALTER TABLE page_meta ADD COLUMN redirect_to TEXT",
+    "DROP VIEW pages",
+    _PAGES_VIEW.replace(
+        "m.next_check_at\n",
+        "m.next_check_at, m.depth, m.check_interval, m.status_reason, m.status_evidence, "
+        "m.status_changed_at, m.archive_file, m.archive_offset, m.extra, m.redirect_to\n",
+    ),
+    """CREATE VIEW urls AS
+SELECT m.source_id, m.canonical_url, m.url,
+       CASE WHEN m.redirect_to IS NOT NULL THEN 'redirected'
+            WHEN m.status <> 'active' THEN m.status
+            WHEN a.canonical_url IS NOT NULL THEN 'failed'
+            WHEN m.last_checked_at > m.fetched_at THEN 'not_modified'
+            ELSE 'fetched' END AS state,
+       COALESCE(m.status_reason, a.last_error) AS reason, m.redirect_to AS target,
+       COALESCE(a.last_status, m.http_status) AS last_status, m.depth, NULL AS found_on,
+       m.first_seen_at AS discovered_at, m.last_checked_at AS checked_at,
+       COALESCE(a.next_retry_at, m.next_check_at) AS next_due_at,
+       a.attempts, a.dead_lettered_at
+FROM page_meta m
+LEFT JOIN fetch_attempts a ON a.source_id = m.source_id AND a.canonical_url = m.canonical_url
+UNION ALL
+SELECT f.source_id, f.canonical_url, f.url,
+       CASE WHEN a.canonical_url IS NOT NULL THEN 'failed' ELSE f.state END,
+       COALESCE(a.last_error, f.reason), f.target, COALESCE(a.last_status, f.last_status),
+       f.depth, f.found_on, f.discovered_at, f.checked_at,
+       COALESCE(a.next_retry_at, f.next_due_at), a.attempts, a.dead_lettered_at
+FROM frontier f
+LEFT JOIN fetch_attempts a ON a.source_id = f.source_id AND a.canonical_url = f.canonical_url
+WHERE NOT EXISTS (SELECT 1 FROM page_meta p
+                  WHERE p.source_id = f.source_id AND p.canonical_url = f.canonical_url)
+UNION ALL
+SELECT a.source_id, a.canonical_url, a.url, 'failed', a.last_error, NULL, a.last_status,
+       a.depth, NULL, a.first_failed_at, a.last_failed_at, a.next_retry_at, a.attempts,
+       a.dead_lettered_at
+FROM fetch_attempts a
+WHERE NOT EXISTS (SELECT 1 FROM page_meta p
+                  WHERE p.source_id = a.source_id AND p.canonical_url = a.canonical_url)
+  AND NOT EXISTS (SELECT 1 FROM frontier f
+                  WHERE f.source_id = a.source_id AND f.canonical_url = a.canonical_url)""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "0001_pages_runs_quarantine",
@@ -484,6 +544,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0008_archive", _ARCHIVE),
     Migration("0009_change_feed_indexes", _CHANGE_FEED_INDEXES),
     Migration("0010_page_extra", _PAGE_EXTRA),
+    Migration("0011_url_state", _URL_STATE),
 )
 
 
