@@ -15,7 +15,10 @@ Pure module (dataclasses only). A response becomes one outcome item:
 * :class:`DiscoveryItem`, what one sitemap, feed or API page listed: stages 1-5
   pass it by, and the store pipeline writes the pages to the frontier and then
   the adapter's checkpoint, in that order, so the checkpoint never commits
-  ahead of the pages it moved past.
+  ahead of the pages it moved past;
+* :class:`UrlOutcomeItem`, a URL that answered without a page of its own (a
+  redirect to another URL, or a refusal: not HTML, robots.txt, out of scope):
+  the store pipeline records it in the crawl state, due again later.
 """
 
 from __future__ import annotations
@@ -23,7 +26,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Discovered", "DiscoveryItem", "FailureItem", "NotModifiedItem", "PageItem"]
+__all__ = [
+    "Discovered",
+    "DiscoveryItem",
+    "FailureItem",
+    "NotModifiedItem",
+    "PageItem",
+    "UrlOutcomeItem",
+]
 
 
 @dataclass(slots=True)
@@ -63,6 +73,14 @@ class PageItem:
     follow: bool = False
     link_region: str | None = None
     encoding: str = "utf-8"
+    #: ``(canonical URL, URL)`` of the in-scope links found on the page that the crawl
+    #: did not know yet: stored with the page, in its transaction (the crawl state's
+    #: frontier), whether this crawl requests them or not (past the depth limit or
+    #: the budget, or denied by the spider's rules: a later crawl may)
+    outlinks: list[tuple[str, str]] = field(default_factory=list)
+    #: ``(canonical URL, URL, reason)`` of the new in-scope links refused before any
+    #: request (robots.txt): recorded as refused with the page
+    refused_links: list[tuple[str, str, str]] = field(default_factory=list)
     #: stages 1-4 worked out ahead in a worker process (``transform.stages.Prepared``);
     #: each stage takes its result from it while its input is what the worker saw
     prepared: Any = None
@@ -152,3 +170,25 @@ class FailureItem:
     action: str
     #: the retry state to keep (``sync.retry.AttemptState``), None: none to keep
     state: Any = None
+
+
+@dataclass(slots=True)
+class UrlOutcomeItem:
+    """A URL that answered without a page of its own: redirected, or refused."""
+
+    source_id: str
+    canonical_url: str  #: the URL's identity (the one requested)
+    url: str  #: the URL that was requested
+    state: str  #: ``redirected`` or ``refused``
+    checked_at: str  #: ISO-8601 UTC, ``Z``
+    reason: str  #: one line: ``redirected (301) to URL``, ``not HTML (application/pdf)``
+    #: a redirect's target: the canonical URL of a page of the source, or the URL itself
+    #: when it left the source's scope
+    target: str | None = None
+    #: a redirect's target URL as it answered, when it is a page of the source (it is
+    #: added to the frontier with the outcome, so that it is not lost)
+    target_url: str | None = None
+    status: int | None = None
+    depth: int = 0
+    #: judged again by every crawl (a robots.txt refusal costs no download)
+    due_at_once: bool = False

@@ -68,17 +68,18 @@ class StageMiddleware:
                 for request in self._requests(response, out, None):
                     yield request
             found = await self._prepare(out, links=out.follow and not here)
+            # before the item leaves: its new links (``outlinks``) go to the store with it
+            later = self._requests(response, out, found) if out.follow and not here else []
             yield out
-            if out.follow and not here:
-                for request in self._requests(response, out, found):
-                    yield request
+            for request in later:
+                yield request
 
     def _requests(self, response: Response, item: PageItem, links: list[str] | None) -> Any:
         """The requests for a page's links: those a worker read, else read here."""
         spider: Any = self.crawler.spider
         if links is None:
             links = spider.links_of(response, item.link_region)
-        return spider.link_requests(spider.sources[item.source_id], links, item.depth)
+        return spider.link_requests(item, links)
 
     async def _prepare(self, item: PageItem, *, links: bool) -> list[str] | None:
         """The item's stages from a worker, if there is one; the links it read, if asked."""

@@ -168,10 +168,17 @@ class DedupePipeline(KcPipeline):
         decided again; through the shared dedupe log when there is one."""
         decider = self.policy if self.shared is None else self.shared
         examined = decider.examined
+        released: list[Reassignment] = []
+        requested = (item.source_id, item.request_key or item.canonical_url)
+        if requested[1] != item.canonical_url and requested in self.policy:
+            # A page that now redirects here holds no content of its own any more (the
+            # store tombstones it): its duplicates are decided again without it, and this
+            # page is not judged a copy of what it used to be.
+            _, released = decider.decide(requested, "", None, 0)
         decision, changes = decider.decide(
             (item.source_id, item.canonical_url), item.content_hash, item.minhash, item.word_count
         )
-        return decision, changes, decider.examined - examined
+        return decision, released + changes, decider.examined - examined
 
     def _decide_on_thread(self, item: PageItem) -> tuple[Decision, list[Reassignment], int]:
         """:meth:`_decide` on the thread. Once a decision failed on the state's file, none

@@ -13,6 +13,7 @@ extras and counted (``kc/extract/extra_invalid``, one WARNING per crawl, DEBUG a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Mapping
@@ -21,7 +22,7 @@ from typing import Any
 from scrapy.exceptions import DropItem
 
 from knowledge_crawler.crawl.stage_pool import StagePool, WorkerCrashed, worker_count
-from knowledge_crawler.items import PageItem
+from knowledge_crawler.items import PageItem, UrlOutcomeItem
 from knowledge_crawler.pipelines._base import KcPipeline
 from knowledge_crawler.transform.stages import (
     SELECTED,
@@ -97,15 +98,16 @@ class ExtractPipeline(KcPipeline):
 
     def process_page(self, item: PageItem) -> Any:
         if item.html is None:
+            # not a page: recorded in the crawl state, not fetched again until it is due
             self.inc("extract/non_html")
-            raise DropItem(f"non-HTML response ({item.content_type})", log_level="DEBUG")
+            return self._refused(item, f"not HTML ({item.content_type or 'no Content-Type'})")
         if item.prepared is not None:  # the stage middleware had a worker do it
             return self._applied(item, item.prepared.extracted)
         if self.pool is not None and item.source_id in self.pool.rules:
             return self._in_worker(item, self.pool)  # a coroutine, awaited by Scrapy
         return self._applied(item, extract_page(item.html, item.final_url, item.content_selector))
 
-    async def _in_worker(self, item: PageItem, pool: StagePool) -> PageItem:
+    async def _in_worker(self, item: PageItem, pool: StagePool) -> PageItem | UrlOutcomeItem:
         assert item.html is not None
         page = PageInput(item.source_id, item.final_url, item.html, item.content_selector)
         try:
@@ -117,14 +119,15 @@ class ExtractPipeline(KcPipeline):
         item.prepared = prepared
         return self._applied(item, prepared.extracted)
 
-    def _applied(self, item: PageItem, extracted: Extracted) -> PageItem:
-        """Stage 1's result on the item, counted; a failed extraction drops the page."""
+    def _applied(self, item: PageItem, extracted: Extracted) -> PageItem | UrlOutcomeItem:
+        """Stage 1's result on the item, counted; a failed extraction stores no page (the
+        URL is recorded as refused, and a stored page keeps its record)."""
         self._count_selector(item, extracted)
         result = extracted.extraction
         if result is None:  # a parse failure never replaces the prior good record
             self.inc("extract/failed")
             logger.warning("extraction failed for %s: %s", item.final_url, extracted.error)
-            raise DropItem(f"extraction failed: {extracted.error}")
+            return self._refused(item, f"extraction failed: {extracted.error}")
         item.title = result.title
         item.content = result.markdown
         item.headings = list(result.headings)
@@ -134,6 +137,27 @@ class ExtractPipeline(KcPipeline):
         item.extra = self._checked_extra(item)
         self.inc("extract/ok")
         return item
+
+    def _refused(self, item: PageItem, reason: str) -> UrlOutcomeItem:
+        """A response that gives no page to store, as the crawl state's refusal of the
+        URL that answered (a stored page keeps its record as it is)."""
+        key = item.request_key
+        source = self.runtime.sources.get(item.source_id)
+        if source is not None:
+            with contextlib.suppress(ValueError):
+                key = source.key(item.final_url)
+        if not key:
+            raise DropItem(reason, log_level="DEBUG")
+        return UrlOutcomeItem(
+            source_id=item.source_id,
+            canonical_url=key,
+            url=item.final_url,
+            state="refused",
+            checked_at=item.fetched_at,
+            reason=reason,
+            status=item.http_status,
+            depth=item.depth,
+        )
 
     def _count_selector(self, item: PageItem, extracted: Extracted) -> None:
         if extracted.how == SELECTED:

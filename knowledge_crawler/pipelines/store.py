@@ -48,7 +48,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,13 @@ from scrapy.crawler import Crawler
 from knowledge_crawler.config import KcConfig
 from knowledge_crawler.crawl.runtime import STORE_FAILED
 from knowledge_crawler.errors import StoreError, TransientStoreError
-from knowledge_crawler.items import DiscoveryItem, FailureItem, NotModifiedItem, PageItem
+from knowledge_crawler.items import (
+    DiscoveryItem,
+    FailureItem,
+    NotModifiedItem,
+    PageItem,
+    UrlOutcomeItem,
+)
 from knowledge_crawler.pipelines._base import KcPipeline
 from knowledge_crawler.sources import Source
 from knowledge_crawler.store import (
@@ -73,10 +79,11 @@ from knowledge_crawler.store import (
     StatusChange,
     Touch,
     UpsertResult,
+    UrlOutcome,
     record_dict,
 )
 from knowledge_crawler.sync.deletion import PageStatus, evidence_to_json, on_response
-from knowledge_crawler.sync.policy import revisit
+from knowledge_crawler.sync.policy import iso_utc, revisit
 
 logger = logging.getLogger(__name__)
 
@@ -120,11 +127,34 @@ def to_record(item: PageItem, **schedule: Any) -> PageRecord:
         depth=item.depth,
         archive_file=item.archive_file,
         archive_offset=item.archive_offset,
-        requested_key=item.request_key if item.request_key != item.canonical_url else None,
         passages=PassageRecord.of(item.passages),
         extra=item.extra,
         **schedule,
     )
+
+
+def link_operations(item: PageItem) -> list[Operation]:
+    """The links a page's parse found that the crawl did not know: frontier entries
+    written in the page's own batch, so that a stop after it commits loses none."""
+    depth = item.depth + 1
+    ops: list[Operation] = [
+        FrontierAdd(
+            item.source_id,
+            key,
+            url,
+            adapter="link",
+            discovered_at=item.fetched_at,
+            depth=depth,
+            found_on=item.canonical_url,
+        )
+        for key, url in item.outlinks
+    ]
+    # refused before any request (robots.txt): judged again by every crawl, no download
+    ops += [
+        UrlOutcome(item.source_id, key, url, "refused", item.fetched_at, why, depth=depth)
+        for key, url, why in item.refused_links
+    ]
+    return ops
 
 
 def discovery_operations(item: DiscoveryItem) -> list[Operation]:
@@ -184,6 +214,7 @@ class StorePipeline(KcPipeline):
         if isinstance(item, PageItem):
             ops: list[Operation] = [to_record(item, **self._schedule(item, changed=None))]
             ops += item.dedupe_updates
+            ops += link_operations(item)
             if self._waiting:  # a newer decision replaces a waiting one
                 self._waiting.pop((item.source_id, item.canonical_url), None)
                 for update in item.dedupe_updates:
@@ -194,6 +225,8 @@ class StorePipeline(KcPipeline):
             ops = discovery_operations(item)
         elif isinstance(item, FailureItem):
             ops = self._failure(item)
+        elif isinstance(item, UrlOutcomeItem):
+            ops = self._outcome(item)
         else:
             return item
         if not self._ops:
@@ -292,6 +325,47 @@ class StorePipeline(KcPipeline):
             )
         return ops
 
+    def _outcome(self, item: UrlOutcomeItem) -> list[Operation]:
+        """A redirect or refusal, due again after the URL's own interval (a stored page's)
+        or the source's longest; a redirect's target joins the frontier, so that a stop
+        before its page is stored loses nothing."""
+        source = self.runtime.sources.get(item.source_id)
+        known = self.runtime.known.get((item.source_id, item.canonical_url))
+        due: str | None = None
+        if source is not None and not item.due_at_once:
+            wait = source.max_interval
+            if known is not None and known.check_interval:
+                wait = timedelta(seconds=known.check_interval)
+            due = iso_utc(datetime.now(UTC) + wait)
+        ops: list[Operation] = [
+            UrlOutcome(
+                item.source_id,
+                item.canonical_url,
+                item.url,
+                item.state,
+                item.checked_at,
+                item.reason,
+                target=item.target,
+                status=item.status,
+                next_due_at=due,
+                depth=item.depth,
+            )
+        ]
+        if item.target is not None and item.target_url is not None:
+            ops.append(
+                FrontierAdd(
+                    item.source_id,
+                    item.target,
+                    item.target_url,
+                    adapter="redirect",
+                    discovered_at=item.checked_at,
+                    depth=item.depth,
+                    found_on=item.canonical_url,
+                )
+            )
+        self.inc(f"crawl_state/{item.state}")
+        return ops
+
     def _touch(self, item: NotModifiedItem) -> Touch:
         return Touch(
             item.source_id,
@@ -299,7 +373,6 @@ class StorePipeline(KcPipeline):
             checked_at=item.checked_at,
             etag=item.etag,
             last_modified=item.last_modified,
-            requested_key=item.request_key if item.request_key != item.canonical_url else None,
             **self._schedule(item, changed=False),
         )
 
@@ -437,6 +510,9 @@ class StorePipeline(KcPipeline):
         self.inc("store/untouched", len(result.untouched))
         self.inc("store/checkpoints", len(result.checkpoints))
         self.inc("store/frontier_added", result.frontier_added)
+        self.inc("store/redirected", result.redirected)
+        self.inc("store/redirected_pages", result.redirected_pages)
+        self.inc("store/refused", result.refused)
         self.inc("store/failures", result.failures)
         self.inc("store/dead_lettered", result.dead_lettered)
         self.inc("store/status_changes", result.status_changes)
@@ -567,6 +643,8 @@ def operation_dict(op: Operation) -> dict[str, object]:
         return {"frontier": dataclasses.asdict(op)}
     if isinstance(op, FetchFailure):
         return {"failure": dataclasses.asdict(op)}
+    if isinstance(op, UrlOutcome):
+        return {"url_outcome": dataclasses.asdict(op)}
     if isinstance(op, StatusChange):
         return {"status": dataclasses.asdict(op)}
     return {"checkpoint": dataclasses.asdict(op)}

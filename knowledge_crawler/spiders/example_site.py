@@ -15,19 +15,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from scrapy.http import HtmlResponse, Request, Response
+from scrapy.http import HtmlResponse, Response
 
 from knowledge_crawler import meta
-from knowledge_crawler.items import NotModifiedItem, PageItem
-from knowledge_crawler.spiders.knowledge import KnowledgeSpider
+from knowledge_crawler.spiders.knowledge import KnowledgeSpider, ParseOutput
 
 
 class ExampleSiteSpider(KnowledgeSpider):
     name = "example_site"
 
-    def parse(
-        self, response: Response, **kwargs: Any
-    ) -> Iterator[PageItem | NotModifiedItem | Request]:
+    def parse(self, response: Response, **kwargs: Any) -> Iterator[ParseOutput]:
         yield from super().parse(response, **kwargs)
         if not isinstance(response, HtmlResponse):  # JSON, PDF, ...: no links to read
             return

@@ -1,11 +1,17 @@
 """The ``knowledge`` spider: crawls the sources of a seeds file (or a URL list).
 
 ``scrapy crawl knowledge -a seeds=seeds/NAME.toml`` or ``-a seeds=URL[,URL...]``;
-``-a source=ID`` keeps one source of the file; ``-a mode=crawl`` (default:
-the start URLs, then every stored page of the sources, then the links found)
-or ``-a mode=refresh`` (only the stored pages whose next check is due, most
-overdue first, without following links). A stored page is requested with its
-validators; a 304 becomes a :class:`NotModifiedItem` and is not parsed.
+``-a source=ID`` keeps one source of the file; ``-a mode=crawl`` (default: the
+URLs of the crawl state that are due and not stored (listed or linked, within
+the depth limit), the start URLs, then every stored page of the sources, then the
+links found) or ``-a mode=refresh`` (only the stored pages whose next check is due,
+most overdue first, and listed URLs, without following links). The links a page's
+parse finds that the crawl did not know travel with its item to the store
+(``PageItem.outlinks``), so the crawl state holds them once the page does; a
+redirect or a non-page answer is recorded on the requested URL
+(:class:`UrlOutcomeItem`), and such a URL is not requested again before it is due.
+A stored page is requested with its validators; a 304 becomes a
+:class:`NotModifiedItem` and is not parsed.
 Arguments whose name starts with ``_`` are accepted and kept as attributes
 (scrapyd runs every job with ``-a _job=ID``; the run record keeps that id).
 The spider only discovers and fetches: it yields :class:`PageItem` for each
@@ -44,7 +50,7 @@ from knowledge_crawler.crawl.chromium import install_browser
 from knowledge_crawler.crawl.runtime import SKIPPED_EXTENSIONS, runtime_for
 from knowledge_crawler.discovery.links import LinkRules
 from knowledge_crawler.errors import ConfigError
-from knowledge_crawler.items import FailureItem, NotModifiedItem, PageItem
+from knowledge_crawler.items import FailureItem, NotModifiedItem, PageItem, UrlOutcomeItem
 from knowledge_crawler.sources import Source, resolve_seeds
 from knowledge_crawler.spiders._discovery import DiscoveryMixin
 from knowledge_crawler.store import utc_now
@@ -57,6 +63,12 @@ from knowledge_crawler.transform.selector import selector_xpath
 logger = logging.getLogger(__name__)
 
 MODES = ("crawl", "refresh")
+
+#: why a URL was not fetched when robots.txt forbids it (Scrapy's words for it)
+ROBOTS_REFUSAL = "Forbidden by robots.txt"
+
+#: what :meth:`KnowledgeSpider.parse` yields (a per-site spider's parse may say so too)
+ParseOutput = PageItem | NotModifiedItem | UrlOutcomeItem | Request
 
 #: the spider middleware that reads a page's links when it is on (and parse() does not)
 STAGE_MIDDLEWARE = "knowledge_crawler.middlewares.stages.StageMiddleware"
@@ -206,6 +218,10 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         self._slots: dict[str, str] = {}  # source id -> its own download slot
         self.sources: dict[str, Source] = {s.id: s for s in check_arguments(args)}
         self._seen: dict[str, set[str]] = {sid: set() for sid in self.sources}
+        #: URLs the crawl state says are not due yet (redirected, refused), by source
+        self._waiting: dict[str, set[str]] = {sid: set() for sid in self.sources}
+        #: links recorded on a page this run (``PageItem.outlinks``), requested or not
+        self._recorded: dict[str, set[str]] = {sid: set() for sid in self.sources}
         #: _scoped_key of (source id, link), memoised: one lookup for a link seen before
         self._link_key = functools.lru_cache(maxsize=LINK_MEMO)(self._scoped_key)
         #: loggers whose level the crawl raised (see _skip_unlogged_records), with their own
@@ -328,27 +344,53 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
 
     # -- discovery --------------------------------------------------------------
 
-    async def start(self) -> AsyncIterator[Request]:
+    async def start(self) -> AsyncIterator[Request | UrlOutcomeItem]:
         runtime = runtime_for(self.crawler)
         store = runtime.store
         ids = sorted(self.sources)
-        checkpoints, frontier = await asyncio.to_thread(
-            lambda: ({sid: store.checkpoints(sid) for sid in ids}, store.frontier(ids))
+        due_by = utc_now()
+        checkpoints, known_urls, frontier = await asyncio.to_thread(
+            lambda: (
+                {sid: store.checkpoints(sid) for sid in ids},
+                store.frontier(ids),
+                store.frontier(ids, due_by=due_by),
+            )
         )
+        # Redirected and refused URLs wait for their time: not requested before it, however
+        # a listing or a link leads to them.
+        due_keys = {entry.key for entry in frontier}
+        for entry in known_urls:
+            if entry.key not in due_keys and entry.source_id in self._waiting:
+                self._waiting[entry.source_id].add(entry.canonical_url)
         # Before any request: every request for a stored page must carry its validators.
         known = await runtime.load_known()
         if self.mode == "crawl":
             for source in self.sources.values():
                 for discovery in self.discovery_requests(source, checkpoints[source.id]):
                     yield discovery
-        # Pages a discovery listed that a killed or failed crawl did not store: first.
+        # The crawl state's URLs that are due and not stored: pages a discovery listed or
+        # a stored page linked to that an earlier crawl did not store (stopped, or past its
+        # depth limit or budget), redirects and refusals whose time came: first. A link
+        # is taken as a link: within the depth limit, by the spider's rules, and by a crawl
+        # only (a refresh revalidates what it knows).
+        rules = self.link_rules
         for entry in frontier:
             owner = self.sources.get(entry.source_id)
-            if owner is not None:
-                request = self.request_for(owner, entry.url, entry.depth)
-                if request is not None:
-                    self.crawler.stats.inc_value("kc/sync/frontier_resumed")
-                    yield request
+            if owner is None or entry.depth > owner.depth_limit:
+                continue
+            if entry.adapter == "link" and (
+                self.mode != "crawl" or (rules.filters and not rules.allows(entry.url))
+            ):
+                continue
+            request = self.request_for(owner, entry.url, entry.depth)
+            if request is not None:
+                self.crawler.stats.inc_value("kc/sync/frontier_resumed")
+                yield request
+            elif self._robots and self._robots_forbid(
+                fetch_url(entry.url, tracking_params=owner.tracking_params)
+            ):
+                # refused before a Request was built: the crawl state says why all the same
+                yield self._robots_refusal(owner, entry.canonical_url, entry.url, entry.depth)
         if self.mode == "crawl":
             for source in self.sources.values():
                 for url in source.start_urls:
@@ -404,6 +446,9 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         seen = self._seen[source.id]
         if key in seen:
             return None
+        if key in self._waiting[source.id]:
+            self.crawler.stats.inc_value("kc/crawl_state/not_due")
+            return None
         # Shared or not, every page seen here counts in the source's budget: this
         # process's seen pages are never more than the crawl's.
         if source.max_pages and len(seen) >= source.max_pages:
@@ -450,40 +495,47 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
 
     # -- fetch results ----------------------------------------------------------
 
-    def parse(
-        self, response: Response, **kwargs: Any
-    ) -> Iterator[PageItem | NotModifiedItem | Request]:
+    def parse(self, response: Response, **kwargs: Any) -> Iterator[ParseOutput]:
         source = self.sources[response.meta[meta.SOURCE]]
         depth: int = response.meta[meta.DEPTH]
         stats = self.crawler.stats
         stats.inc_value(f"kc/fetch/status/{response.status}")
         if response.meta.get(meta.START):
             stats.inc_value("kc/start/fetched")
+        request_key = response.meta.get(meta.KEY)
+        redirected = bool(response.meta.get("redirect_urls"))
         if response.status == 304:
             # RFC 9110 15.4.5: the stored content is still current. Nothing to parse.
+            key = source.key(response.url)
+            if redirected and key != request_key:
+                yield from self._redirect_outcome(source, response, key)
             yield NotModifiedItem(
                 source_id=source.id,
-                canonical_url=source.key(response.url),
+                canonical_url=key,
                 url=(response.meta.get("redirect_urls") or [response.url])[0],
                 checked_at=utc_now(),
                 etag=_header(response, "ETag"),
                 last_modified=_header(response, "Last-Modified"),
-                request_key=response.meta.get(meta.KEY),
+                request_key=request_key,
             )
             return
         if not source.in_scope(response.url):
             self.crawler.stats.inc_value("kc/fetch/redirected_out_of_scope")
+            yield from self._redirect_outcome(source, response, None)
             return
         redirects = response.meta.get("redirect_urls") or [response.url]
-        if response.meta.get("redirect_urls"):
-            # A redirect may land on a page that is also requested directly (under
-            # another URL variant): the page is then that request's, not this one's.
+        if redirected:
             key = source.key(response.url)
-            seen = self._seen[source.id]
-            if key != response.meta.get(meta.KEY) and key in seen:
-                self.crawler.stats.inc_value("kc/discovery/redirect_to_known_page")
-                return
-            seen.add(key)
+            if key != request_key:
+                # The requested URL is recorded as redirecting here, whoever stores this page.
+                yield from self._redirect_outcome(source, response, key)
+                # A redirect may land on a page that is also requested directly (under
+                # another URL variant): the page is then that request's, not this one's.
+                seen = self._seen[source.id]
+                if key in seen:
+                    self.crawler.stats.inc_value("kc/discovery/redirect_to_known_page")
+                    return
+                seen.add(key)
         content_type = _header(response, "Content-Type")
         is_html = (
             isinstance(response, HtmlResponse)
@@ -493,12 +545,14 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             )
         ) and looks_like_html(response.body[:4096])  # not binary or gzip labelled text/html
         extra = self._extra_fields(response) if is_html else {}
+        # The links of a page are read wherever the source follows links, the depth limit
+        # included: the ones past it are recorded (a deeper crawl later takes them from
+        # the crawl state), not requested.
         follow = (
             isinstance(response, TextResponse)
             and is_html
             and self.mode == "crawl"  # a refresh revalidates what it knows, no more
             and source.follow_links
-            and depth < source.depth_limit
         )
         item = PageItem(
             source_id=source.id,
@@ -532,31 +586,84 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             item.follow = True
             item.link_region = self.link_rules.region
             item.encoding = response.encoding
-        yield item
+        requests: list[Request] = []
         if follow and not self.links_later:
             assert isinstance(response, TextResponse)
-            yield from self.link_requests(
-                source, page_links(response, self.link_rules.region), depth
-            )
+            # before the item leaves: its new links go to the store with it
+            requests = self.link_requests(item, page_links(response, self.link_rules.region))
+        yield item
+        yield from requests
 
     def links_of(self, response: TextResponse, region: str | None = None) -> list[str]:
         """:func:`page_links` of ``response`` (for the stage middleware)."""
         return page_links(response, region)
 
-    def link_requests(self, source: Source, links: list[str], depth: int) -> Iterator[Request]:
-        """Requests for the links found on a page at ``depth`` that the spider's rules and
-        the source's scope let through, and that are not seen yet."""
+    def link_requests(self, item: PageItem, links: list[str]) -> list[Request]:
+        """Requests for the links found on the page of ``item`` that the spider's rules
+        and the source's scope let through, that are not seen yet and within the depth
+        limit; the in-scope links the crawl did not know yet go on ``item.outlinks``, to
+        be stored with the page, whether requested or not."""
         stats = self.crawler.stats
         rules = self.link_rules
+        source = self.sources[item.source_id]
+        depth = item.depth + 1
+        deeper = depth <= source.depth_limit
+        seen = self._seen[source.id]
+        recorded = self._recorded[source.id]
+        known = runtime_for(self.crawler).known
         if rules.region is not None and not links:
             stats.inc_value("kc/discovery/link_selector_empty")
+        requests: list[Request] = []
+        outlinks = item.outlinks
         for link in links:
+            key = self._link_key(source.id, link)
+            if key is None or key in seen:
+                continue
+            if key not in recorded and (source.id, key) not in known:
+                recorded.add(key)
+                if self._robots and self._robots_forbid(
+                    fetch_url(link, tracking_params=source.tracking_params)
+                ):
+                    item.refused_links.append((key, link, ROBOTS_REFUSAL))
+                    continue
+                outlinks.append((key, link))
+            if not deeper:
+                continue
             if rules.filters and not rules.allows(link):
                 stats.inc_value("kc/discovery/link_denied")
                 continue
-            request = self.request_for(source, link, depth + 1)
+            request = self.request_for(source, link, depth)
             if request is not None:
-                yield request
+                requests.append(request)
+        if outlinks:
+            stats.inc_value("kc/crawl_state/links_recorded", len(outlinks))
+        return requests
+
+    def _redirect_outcome(
+        self, source: Source, response: Response, key: str | None
+    ) -> Iterator[UrlOutcomeItem]:
+        """The requested URL answered with a redirect to ``key`` (None: out of the source's
+        scope): recorded on the requested URL, with its target."""
+        requested = response.meta.get(meta.KEY)
+        urls = response.meta.get("redirect_urls")
+        if not isinstance(requested, str) or not urls:
+            return
+        reasons = response.meta.get("redirect_reasons") or []
+        status = reasons[0] if reasons and isinstance(reasons[0], int) else None
+        code = f" ({status})" if status else ""
+        scope = "" if key is not None else " out of the source's scope"
+        yield UrlOutcomeItem(
+            source_id=source.id,
+            canonical_url=requested,
+            url=urls[0],
+            state="redirected",
+            checked_at=utc_now(),
+            reason=f"redirected{code}{scope} to {response.url}",
+            target=key if key is not None else response.url,
+            target_url=response.url if key is not None else None,
+            status=status,
+            depth=response.meta.get(meta.DEPTH, 0),
+        )
 
     def _extra_fields(self, response: Response) -> dict[str, Any]:
         """:meth:`extra_fields` of an HTML page; ``{}`` (counted and logged) if it raises."""
@@ -595,7 +702,42 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             state=AttemptState(1, now, last_error=kind, dead_lettered_at=now),
         )
 
-    def on_error(self, failure: Failure) -> Iterator[FailureItem]:
+    def _robots_refusal(self, source: Source, key: str, url: str, depth: int) -> UrlOutcomeItem:
+        return UrlOutcomeItem(
+            source_id=source.id,
+            canonical_url=key,
+            url=url,
+            state="refused",
+            checked_at=utc_now(),
+            reason=ROBOTS_REFUSAL,
+            depth=depth,
+            due_at_once=True,
+        )
+
+    def _refusal(self, request: Request, why: str) -> Iterator[UrlOutcomeItem]:
+        """A page request refused before it was fetched (robots.txt, scope, a private
+        address), or its redirect refused: recorded on the requested URL. A robots.txt
+        refusal is judged again by every crawl (it costs no download, and the host's
+        robots.txt may change); the others wait for the source's longest interval."""
+        source = self.sources.get(request.meta.get(meta.SOURCE, ""))
+        key = request.meta.get(meta.KEY)
+        if source is None or not isinstance(key, str):
+            return
+        urls = request.meta.get("redirect_urls")
+        robots = "robots.txt" in why
+        yield UrlOutcomeItem(
+            source_id=source.id,
+            canonical_url=key,
+            url=urls[0] if urls else request.url,
+            state="redirected" if urls else "refused",
+            checked_at=utc_now(),
+            reason=f"redirected to {request.url}, refused: {why}" if urls else why,
+            target=request.url if urls else None,
+            depth=request.meta.get(meta.DEPTH, 0),
+            due_at_once=robots,
+        )
+
+    def on_error(self, failure: Failure) -> Iterator[FailureItem | UrlOutcomeItem]:
         """Count a failed fetch by kind (``kc/fetch/error/<kind>``) and yield what the retry
         middleware decided about it; robots and scope refusals are expected and counted
         apart (``kc/fetch/ignored``)."""
@@ -608,6 +750,8 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             if given_up is None:  # robots.txt, offsite, scope: refusals, not failures
                 stats.inc_value("kc/fetch/ignored")
                 logger.debug("ignored %s: %s", url, error)
+                if request is not None:
+                    yield from self._refusal(request, str(error))
                 return
             # A redirect loop or a body over the size limit: no retry can help.
             stats.inc_value(f"kc/fetch/error/{given_up}")

@@ -460,6 +460,11 @@ class TestSite:
         """Article ``i`` (and its print/syndicated copies) answer 404, or 410 if ``gone``."""
         return cast(dict[str, Any], self._control("delete", i=i, gone=int(gone)))
 
+    def move(self, i: int) -> dict[str, Any]:
+        """Article ``i`` moves: its path answers 301 to ``/moved/<slug>``, which serves the
+        same page with the same ETag (undone by :meth:`restore`)."""
+        return cast(dict[str, Any], self._control("move", i=i))
+
     def restore(self, i: int) -> dict[str, Any]:
         """Undo every mutation and deletion of article ``i``."""
         return cast(dict[str, Any], self._control("restore", i=i))

@@ -73,10 +73,12 @@ class ArticleState:
     #: mutation with ``copies=0`` (the original moved away from its copies)
     copy_mutations: tuple[str, ...] = ()
     version: int = 0
+    #: the article's own path answers 301 to ``/moved/<slug>``, which serves it
+    moved: bool = False
 
     @property
     def pristine(self) -> bool:
-        return self.status == 200 and not self.mutations
+        return self.status == 200 and not self.mutations and not self.moved
 
 
 Handler = Callable[[Request, "re.Match[str]"], Reply]
@@ -141,6 +143,7 @@ class SiteApp:
             (rf"/syndicated/{_SLUG}", get, self._route_syndicated),
             (rf"/private/{_SLUG}", get, self._route_private),
             (rf"/redirect/{_SLUG}", get, self._route_redirect),
+            (rf"/moved/{_SLUG}", get, self._route_moved),
             (rf"/elsewhere/{_SLUG}", get, self._route_elsewhere),
             (r"/tag/(?P<tag>[a-z0-9-]+)", get, self._route_tag),
             (r"/about", get, self._route_about),
@@ -156,6 +159,7 @@ class SiteApp:
                 self._route_sitemap_child,
             ),
             (r"/sitemaps/raw-gzip\.xml", get, self._route_raw_gzip_sitemap),
+            (r"/sitemaps/files\.xml", get, self._route_files_sitemap),
             (r"/feed\.rss", get, self._route_rss),
             (r"/feed\.atom", get, self._route_atom),
             (r"/feed-rss1\.rdf", get, self._route_rdf),
@@ -172,7 +176,7 @@ class SiteApp:
             (r"/__control/js-expected", get, self._route_js_expected),
             (r"/__control/fault", post, self._route_fault_control),
             (
-                r"/__control/(?P<action>mutate|delete|restore|reset|slow)",
+                r"/__control/(?P<action>mutate|delete|move|restore|reset|slow)",
                 post,
                 self._route_control,
             ),
@@ -336,7 +340,17 @@ class SiteApp:
         return self._html("listing", str(page))
 
     def _route_article(self, req: Request, match: re.Match[str]) -> Reply:
-        return self._article_like("article", self._article_index(match))
+        i = self._article_index(match)
+        if i is not None and self.state(i).moved:
+            location = self.url.rstrip("/") + "/moved/" + self.model.articles[i].slug
+            body = f'<!DOCTYPE html><title>Moved</title><a href="{location}">Moved here</a>\n'
+            return Reply(301, body.encode(), headers={"Location": location})
+        return self._article_like("article", i)
+
+    def _route_moved(self, req: Request, match: re.Match[str]) -> Reply:
+        """An article moved here (the control ``move``): the same page, the same ETag."""
+        i = self._article_index(match)
+        return self._article_like("article", i if i is not None and self.state(i).moved else None)
 
     def _route_print(self, req: Request, match: re.Match[str]) -> Reply:
         i = self._article_index(match)
@@ -426,6 +440,20 @@ class SiteApp:
 
     def _route_raw_gzip_sitemap(self, req: Request, match: re.Match[str]) -> Reply:
         return self._resource(self.discovery.raw_gzip_sitemap(self.snapshot()))
+
+    def _route_files_sitemap(self, req: Request, match: re.Match[str]) -> Reply:
+        """A sitemap (not in the index) of what is not an HTML page: the PDF and the JSON."""
+        origin = self.url.rstrip("/")
+        urls = "".join(
+            f"<url><loc>{origin}{path}</loc></url>\n"
+            for path in ("/files/report.pdf", "/api/data.json", "/about")
+        )
+        body = (
+            '<?xml version="1.0" encoding="UTF-8"?>\n'
+            '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+            f"{urls}</urlset>\n"
+        ).encode()
+        return Reply(200, body, "application/xml", _etag(body.decode()), _STATIC_MODIFIED)
 
     def _route_rss(self, req: Request, match: re.Match[str]) -> Reply:
         return self._resource(self.discovery.rss(self.snapshot()))
@@ -567,6 +595,8 @@ class SiteApp:
         elif action == "delete":
             gone = (req.arg("gone", "") or "").lower() in ("1", "true", "yes")
             self._set_state(i, lambda s: replace(s, status=410 if gone else 404))
+        elif action == "move":
+            self._set_state(i, lambda s: replace(s, moved=True))
         else:
             self._set_state(i, lambda s: ArticleState(version=s.version))
         return self._json_reply(self.article_entry(i))
