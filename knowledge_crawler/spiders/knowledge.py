@@ -64,6 +64,10 @@ logger = logging.getLogger(__name__)
 
 MODES = ("crawl", "refresh")
 
+#: how the crawl state learned of a URL other than from a listing: a page's link, a
+#: redirect's target, a fetch of its own (a refusal); a refresh leaves these to a crawl
+_FOUND_BY_CRAWLING = frozenset({"link", "redirect", "fetch"})
+
 #: why a URL was not fetched when robots.txt forbids it (Scrapy's words for it)
 ROBOTS_REFUSAL = "Forbidden by robots.txt"
 
@@ -378,9 +382,9 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             owner = self.sources.get(entry.source_id)
             if owner is None or entry.depth > owner.depth_limit:
                 continue
-            if entry.adapter == "link" and (
-                self.mode != "crawl" or (rules.filters and not rules.allows(entry.url))
-            ):
+            if entry.adapter in _FOUND_BY_CRAWLING and self.mode != "crawl":
+                continue
+            if entry.adapter == "link" and rules.filters and not rules.allows(entry.url):
                 continue
             request = self.request_for(owner, entry.url, entry.depth)
             if request is not None:

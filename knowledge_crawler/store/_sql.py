@@ -116,8 +116,10 @@ UPDATE page_meta SET
 WHERE source_id = :source_id AND canonical_url = :canonical_url
 """
 
-# A discovered page, unless it was checked since it was discovered (then it is stored).
-# Found again at a smaller depth (a shorter link path): that depth.
+# A discovered page, unless it was checked since it was discovered (then it is stored);
+# a link or a redirect's target, unless it is stored at all (the stored pages are all
+# revalidated: a listing's newer lastmod is what may call one again). Found again at a
+# smaller depth (a shorter link path): that depth.
 FRONTIER_ADD = """
 INSERT INTO frontier (source_id, canonical_url, url, depth, adapter, lastmod, discovered_at,
                       run_id, found_on)
@@ -126,7 +128,8 @@ SELECT CAST(:source_id AS TEXT), CAST(:canonical_url AS TEXT), :url, :depth, :ad
 WHERE NOT EXISTS (SELECT 1 FROM page_meta
                   WHERE source_id = CAST(:source_id AS TEXT)
                     AND canonical_url = CAST(:canonical_url AS TEXT)
-                    AND last_checked_at >= CAST(:discovered_at AS TEXT))
+                    AND (last_checked_at >= CAST(:discovered_at AS TEXT)
+                         OR CAST(:adapter AS TEXT) IN ('link', 'redirect')))
 ON CONFLICT (source_id, canonical_url) DO UPDATE SET depth = excluded.depth
 WHERE excluded.depth < frontier.depth
 """

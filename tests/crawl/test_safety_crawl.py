@@ -485,7 +485,7 @@ def test_the_project_enables_the_safety_components() -> None:
     settings = crawl_settings("sqlite:///unused.db")
     priorities = settings.getwithbase("DOWNLOADER_MIDDLEWARES")
     assert priorities["knowledge_crawler.middlewares.scope.ScopeMiddleware"] < priorities[SAFETY]
-    robots = priorities["scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"]
+    robots = priorities["knowledge_crawler.middlewares.robots.RobotsMiddleware"]
     assert priorities[SAFETY] < robots
     retry = max(
         priority

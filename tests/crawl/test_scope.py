@@ -167,4 +167,4 @@ def test_the_middleware_is_enabled_before_robots_txt() -> None:
     settings = crawl_settings("sqlite:///unused.db")
     priorities = settings.getwithbase("DOWNLOADER_MIDDLEWARES")
     ours = priorities["knowledge_crawler.middlewares.scope.ScopeMiddleware"]
-    assert ours < priorities["scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"]
+    assert ours < priorities["knowledge_crawler.middlewares.robots.RobotsMiddleware"]
