@@ -67,6 +67,7 @@ from knowledge_crawler.store import (
     DuplicateUpdate,
     FetchFailure,
     FrontierAdd,
+    KnownPage,
     Operation,
     PageRecord,
     PassageRecord,
@@ -75,7 +76,7 @@ from knowledge_crawler.store import (
     UpsertResult,
     record_dict,
 )
-from knowledge_crawler.sync.deletion import PageStatus, evidence_to_json, on_response
+from knowledge_crawler.sync.deletion import PageStatus, evidence_to_json, next_check, on_response
 from knowledge_crawler.sync.policy import revisit
 
 logger = logging.getLogger(__name__)
@@ -254,25 +255,7 @@ class StorePipeline(KcPipeline):
         known = self.runtime.known.get((item.source_id, item.canonical_url))
         source = self.runtime.sources.get(item.source_id)
         if item.action in ("missing", "gone") and known is not None and source is not None:
-            current = PageStatus.restore(known.status, known.status_evidence, known.status_reason)
-            move = on_response(
-                current,
-                item.status,
-                datetime.now(UTC),
-                missing_after=source.missing_after,
-                missing_window=source.missing_window,
-            )
-            ops.append(
-                StatusChange(
-                    item.source_id,
-                    item.canonical_url,
-                    move.new_status,
-                    item.failed_at,
-                    move.reason,
-                    evidence_to_json(move.evidence),
-                )
-            )
-            self.inc(f"deletion/{move.new_status}")
+            ops.append(self._status_change(known, source, item.status, item.failed_at))
         elif item.action in ("missing", "gone") and state is None:
             # A page never stored answered 404/410: nothing to keep, nothing to retry.
             ops.append(
@@ -291,6 +274,55 @@ class StorePipeline(KcPipeline):
                 )
             )
         return ops
+
+    def _status_change(
+        self,
+        known: KnownPage,
+        source: Source,
+        status: int | None,
+        at: str,
+    ) -> StatusChange:
+        """A stored page's new status after its URL answered ``status`` (404, 410), with
+        the next check the policy sets for it.
+
+        The page as this crawl knows it moves too, so a later answer in the same crawl
+        (a 404 after a feed's deletion marker, say) starts from this one.
+        """
+        try:  # the time of the answer (the evidence's and the next check's base)
+            now = datetime.fromisoformat(at)
+        except ValueError:
+            now = datetime.now(UTC)
+        if now.tzinfo is None:
+            now = now.replace(tzinfo=UTC)
+        current = PageStatus.restore(known.status, known.status_evidence, known.status_reason)
+        move = on_response(
+            current,
+            status,
+            now,
+            missing_after=source.missing_after,
+            missing_window=source.missing_window,
+        )
+        evidence = evidence_to_json(move.evidence)
+        self.runtime.known[known.key] = dataclasses.replace(
+            known, status=move.new_status, status_reason=move.reason, status_evidence=evidence
+        )
+        self.inc(f"deletion/{move.new_status}")
+        return StatusChange(
+            known.source_id,
+            known.canonical_url,
+            move.new_status,
+            at,
+            move.reason,
+            evidence,
+            http_status=status,
+            next_check_at=next_check(
+                move,
+                now,
+                min_interval=source.min_interval,
+                max_interval=source.max_interval,
+                missing_window=source.missing_window,
+            ),
+        )
 
     def _touch(self, item: NotModifiedItem) -> Touch:
         return Touch(

@@ -282,8 +282,8 @@ class KnownPage:
     check_interval: int | None
     last_changed_at: str
     next_check_at: str | None
-    #: ``active`` or ``suspected_missing`` (tombstoned pages are not listed), with the
-    #: reason and the evidence (JSON text) behind it
+    #: ``active``, ``suspected_missing`` or ``tombstoned``, with the reason and the
+    #: evidence (JSON text) behind it
     status: str = "active"
     status_reason: str | None = None
     status_evidence: str = "[]"
@@ -456,7 +456,8 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def known_pages(self, source_ids: Sequence[str]) -> Iterator[KnownPage]:
-        """Every stored page of these sources that is not tombstoned, most overdue first.
+        """Every stored page of these sources, tombstoned ones included (they are
+        checked again when due, so a page that comes back is restored), most overdue first.
 
         Pages never scheduled (``next_check_at`` NULL) come first, then by
         ``next_check_at``: the order a refresh visits them in.

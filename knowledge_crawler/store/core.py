@@ -813,7 +813,7 @@ class SqlStore(Store):
             "SELECT source_id, canonical_url, final_url, etag, last_modified, content_hash, "
             "depth, check_interval, last_changed_at, next_check_at, status, status_reason, "
             "status_evidence FROM page_meta "
-            "WHERE source_id {sources} AND status <> 'tombstoned' "
+            "WHERE source_id {sources} "
             "ORDER BY next_check_at IS NOT NULL, next_check_at, id",
             source_ids,
             "cannot read the pages of",

@@ -23,7 +23,14 @@ The machine (SPEC F-FETCH "Deletions"), per source ``missing_after`` and
   failure is never mistaken for a deletion.
 
 A tombstoned page that is still missing collects more evidence; its reason and
-``tombstoned_at`` keep the first verdict. Evidence is bounded by
+``tombstoned_at`` keep the first verdict.
+
+When to check a missing page next (:func:`next_check`, within the source's
+``min_interval`` and ``max_interval``): a first 404 brings the check forward to
+``min_interval`` (an early verification: a page that was only briefly away comes
+back soon, one that is gone is confirmed soon); a page still suspected is checked
+when its window can close, never sooner than ``min_interval``; a tombstoned page
+keeps being checked, at ``max_interval``, so one that comes back is restored. Evidence is bounded by
 :func:`evidence_bound`: the first observation (it anchors the window) and the
 most recent ones are kept. When some were dropped, a reason says "at least".
 
@@ -65,6 +72,7 @@ __all__ = [
     "evidence_bound",
     "evidence_from_json",
     "evidence_to_json",
+    "next_check",
     "on_response",
 ]
 
@@ -200,6 +208,36 @@ def on_response(
         )
         return Transition(TOMBSTONED, evidence, reason, True, stamp)
     return Transition(SUSPECTED_MISSING, evidence, None, False, None)
+
+
+def next_check(
+    transition: Transition,
+    now: datetime,
+    *,
+    min_interval: timedelta,
+    max_interval: timedelta,
+    missing_window: timedelta,
+) -> str | None:
+    """When to check a page next after ``transition`` (ISO UTC text); None when it is
+    active again (the revisit policy schedules it then). See the module docstring.
+
+    >>> from datetime import UTC, datetime, timedelta
+    >>> now, hour, day = datetime(2026, 1, 1, tzinfo=UTC), timedelta(hours=1), timedelta(days=1)
+    >>> t = on_response(PageStatus(), 404, now, missing_after=2, missing_window=day)
+    >>> next_check(t, now, min_interval=hour, max_interval=7 * day, missing_window=day)
+    '2026-01-01T01:00:00.000000Z'
+    """
+    low = max(timedelta(0), min_interval)
+    high = max(low, max_interval)
+    if transition.new_status == TOMBSTONED:
+        return iso_utc(now + high)
+    if transition.new_status != SUSPECTED_MISSING:
+        return None
+    seen = _readable(transition.evidence)
+    if len(seen) <= 1:  # the first observation: verify early
+        return iso_utc(now + low)
+    closes = min(when for _, when in seen) + max(timedelta(0), missing_window)
+    return iso_utc(now + min(high, max(low, closes - now)))
 
 
 def _readable(evidence: Iterable[Evidence]) -> tuple[tuple[Evidence, datetime], ...]:
