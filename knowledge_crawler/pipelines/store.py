@@ -128,8 +128,11 @@ def to_record(item: PageItem, **schedule: Any) -> PageRecord:
     )
 
 
-def discovery_operations(item: DiscoveryItem) -> list[Operation]:
-    """The pages a discovery response listed, then its checkpoint: never ahead of them."""
+def discovery_operations(
+    item: DiscoveryItem, deletions: Sequence[StatusChange] = ()
+) -> list[Operation]:
+    """The pages a discovery response listed and the tombstones of the stored pages it
+    says were deleted (``deletions``), then its checkpoint: never ahead of them."""
     ops: list[Operation] = [
         FrontierAdd(
             item.source_id,
@@ -141,6 +144,7 @@ def discovery_operations(item: DiscoveryItem) -> list[Operation]:
         )
         for page in item.pages
     ]
+    ops += deletions
     if item.checkpoint is not None:
         key = item.checkpoint_key or item.adapter
         ops.append(CheckpointAdvance(item.source_id, key, item.checkpoint))
@@ -192,7 +196,7 @@ class StorePipeline(KcPipeline):
         elif isinstance(item, NotModifiedItem):
             ops = [self._touch(item)]
         elif isinstance(item, DiscoveryItem):
-            ops = discovery_operations(item)
+            ops = discovery_operations(item, self._deletions(item))
         elif isinstance(item, FailureItem):
             ops = self._failure(item)
         else:
@@ -275,15 +279,29 @@ class StorePipeline(KcPipeline):
             )
         return ops
 
+    def _deletions(self, item: DiscoveryItem) -> list[StatusChange]:
+        """The tombstones of the stored pages a discovery response says were deleted."""
+        source = self.runtime.sources.get(item.source_id)
+        changes: list[StatusChange] = []
+        for deleted in item.deleted if source is not None else ():
+            known = self.runtime.known.get((item.source_id, deleted.canonical_url))
+            if known is not None and source is not None:
+                changes.append(
+                    self._status_change(known, source, None, item.discovered_at, deleted.signal)
+                )
+        return changes
+
     def _status_change(
         self,
         known: KnownPage,
         source: Source,
         status: int | None,
         at: str,
+        signal: str | None = None,
     ) -> StatusChange:
-        """A stored page's new status after its URL answered ``status`` (404, 410), with
-        the next check the policy sets for it.
+        """A stored page's new status after its URL answered ``status`` (404, 410), or after
+        an authoritative deletion ``signal`` (no answer of its own), with the next check
+        the policy sets for it.
 
         The page as this crawl knows it moves too, so a later answer in the same crawl
         (a 404 after a feed's deletion marker, say) starts from this one.
@@ -301,10 +319,22 @@ class StorePipeline(KcPipeline):
             now,
             missing_after=source.missing_after,
             missing_window=source.missing_window,
+            signal=signal,
         )
         evidence = evidence_to_json(move.evidence)
+        due = next_check(
+            move,
+            now,
+            min_interval=source.min_interval,
+            max_interval=source.max_interval,
+            missing_window=source.missing_window,
+        )
         self.runtime.known[known.key] = dataclasses.replace(
-            known, status=move.new_status, status_reason=move.reason, status_evidence=evidence
+            known,
+            status=move.new_status,
+            status_reason=move.reason,
+            status_evidence=evidence,
+            next_check_at=due or known.next_check_at,
         )
         self.inc(f"deletion/{move.new_status}")
         return StatusChange(
@@ -315,13 +345,7 @@ class StorePipeline(KcPipeline):
             move.reason,
             evidence,
             http_status=status,
-            next_check_at=next_check(
-                move,
-                now,
-                min_interval=source.min_interval,
-                max_interval=source.max_interval,
-                missing_window=source.missing_window,
-            ),
+            next_check_at=due,
         )
 
     def _touch(self, item: NotModifiedItem) -> Touch:

@@ -136,3 +136,95 @@ async def test_a_first_404_brings_the_next_check_forward_and_is_its_status(
         ("suspected_missing", 404),
         ("tombstoned", 404),
     ]
+
+
+def article_index(site: TestSite, path: str) -> int:
+    return next(a["i"] for a in site.manifest()["articles"] if a["path"] == path)
+
+
+def tombstone_events(db_url: str, key: str) -> list[dict[str, Any]]:
+    history = json.loads(cli_json("history", "--db", db_url, key, "--json"))
+    return [e for e in history[0]["events"] if e["event"] == "tombstoned"]
+
+
+@coroutine_test
+async def test_an_atom_deleted_entry_tombstones_the_stored_page_at_once(
+    site: TestSite, db_url: str, tmp_path: Path
+) -> None:
+    """RFC 6721: the feed says the entry was deleted. The page's own 404 alone would only
+    make it suspected (missing twice over a day, by default)."""
+    [atom] = [f for f in site.manifest()["discovery"]["feeds"] if f["format"] == "atom"]
+    seeds = seeds_file(
+        tmp_path,
+        f'start_urls = ["{site.url}"]',
+        "follow_links = false",
+        f'feeds = ["{atom["url"]}"]',
+    )
+    await run_crawl(db_url, seeds=seeds)
+    path, other = atom["pages"][0], atom["pages"][1]
+    key = site_key(site, path)
+    assert row(db_url, key)["status"] == "active"
+
+    site.delete(article_index(site, path))  # 404, and a deleted entry in the feed
+    [atom] = [f for f in site.manifest()["discovery"]["feeds"] if f["format"] == "atom"]
+    assert atom["deleted"] == [path]
+    crawler = await run_crawl(db_url, seeds=seeds)
+    tomb = row(db_url, key)
+    assert tomb["status"] == "tombstoned" and tomb["content"]
+    assert tomb["status_reason"].startswith(f"deleted (atom:deleted-entry in {atom['url']}")
+    signals = [e for e in json.loads(tomb["status_evidence"]) if e.get("signal")]
+    assert len(signals) == 1 and signals[0]["status"] is None
+    # the page's own last answer: its 404, when the crawl asked it before the feed said
+    # it was deleted (once tombstoned it waits for max_interval), else the 200 before
+    assert tomb["http_status"] in (404, 200)
+    [event] = tombstone_events(db_url, key)
+    assert event["http_status"] is None and event["reason"] == tomb["status_reason"]
+    assert crawler.stats.get_value("kc/discovery/feed/deleted") == 1
+    assert query(db_url, "SELECT tombstones_created FROM crawl_runs ORDER BY id DESC")[0] == {
+        "tombstones_created": 1
+    }
+    assert row(db_url, site_key(site, other))["status"] == "active"
+
+
+@coroutine_test
+async def test_an_api_item_flagged_deleted_tombstones_the_stored_page_at_once(
+    site: TestSite, db_url: str, tmp_path: Path
+) -> None:
+    api = site.url + "api/articles?per_page=100&include_deleted=1"
+    seeds = seeds_file(
+        tmp_path,
+        f'start_urls = ["{site.url}"]',
+        "follow_links = false",
+        f'api = {{ url = "{api}", deleted_field = "deleted" }}',
+    )
+    await run_crawl(db_url, seeds=seeds)
+    path = site.article_path(3)
+    key = site_key(site, path)
+    assert row(db_url, key)["status"] == "active"
+
+    site.delete(3)
+    crawler = await run_crawl(db_url, seeds=seeds)
+    tomb = row(db_url, key)
+    assert tomb["status"] == "tombstoned"
+    assert tomb["status_reason"] == f"deleted (api item flagged 'deleted' in {api})"
+    [signal] = [e for e in json.loads(tomb["status_evidence"]) if e.get("signal")]
+    assert signal["status"] is None
+    [event] = tombstone_events(db_url, key)
+    assert event["http_status"] is None
+    assert crawler.stats.get_value("kc/discovery/api/deleted") == 1
+    # the other listed pages are as they were
+    others = query(db_url, "SELECT status FROM pages WHERE canonical_url <> ?", key)
+    assert {r["status"] for r in others} == {"active"}
+
+
+def test_deletions_go_in_the_discovery_items_batch_before_its_checkpoint() -> None:
+    from knowledge_crawler.items import Deleted, Discovered, DiscoveryItem
+    from knowledge_crawler.pipelines.store import discovery_operations
+    from knowledge_crawler.store import CheckpointAdvance, FrontierAdd, StatusChange
+
+    item = DiscoveryItem("g", "feed", "2026-01-01T00:00:00.000000Z", checkpoint="2026-01-01")
+    item.pages.append(Discovered("https://e.com/a", "https://e.com/a"))
+    item.deleted.append(Deleted("https://e.com/b", "https://e.com/b", "atom:deleted-entry"))
+    tomb = StatusChange("g", "https://e.com/b", "tombstoned", item.discovered_at, "deleted")
+    ops = discovery_operations(item, [tomb])
+    assert [type(op) for op in ops] == [FrontierAdd, StatusChange, CheckpointAdvance]
