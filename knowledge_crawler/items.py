@@ -13,9 +13,10 @@ Pure module (dataclasses only). A response becomes one outcome item:
   pass it by, and the store pipeline keeps the retry state apart from content
   and moves a stored page's status (suspected missing, tombstoned);
 * :class:`DiscoveryItem`, what one sitemap, feed or API page listed: stages 1-5
-  pass it by, and the store pipeline writes the pages to the frontier and then
-  the adapter's checkpoint, in that order, so the checkpoint never commits
-  ahead of the pages it moved past;
+  pass it by, and the store pipeline writes the pages to the frontier, the
+  tombstones of the stored pages it says were deleted, and then the adapter's
+  checkpoint, in that order, so the checkpoint never commits ahead of what it
+  moved past;
 * :class:`UrlOutcomeItem`, a URL that answered without a page of its own (a
   redirect to another URL, or a refusal: not HTML, robots.txt, out of scope):
   the store pipeline records it in the crawl state, due again later.
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "Deleted",
     "Discovered",
     "DiscoveryItem",
     "FailureItem",
@@ -141,6 +143,17 @@ class Discovered:
     lastmod: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Deleted:
+    """A stored page a discovery response says its publisher deleted (an authoritative
+    signal: an Atom ``at:deleted-entry``, an API item's deleted flag)."""
+
+    canonical_url: str
+    url: str
+    #: what said so, one line (``atom:deleted-entry in URL, when TIME``): the evidence
+    signal: str
+
+
 @dataclass(slots=True)
 class DiscoveryItem:
     """What one discovery response (sitemap, feed, API page) listed, and the cursor after it."""
@@ -153,6 +166,8 @@ class DiscoveryItem:
     checkpoint: str | None = None
     #: the checkpoint's key (``api``, ``sitemap:URL``, ...); defaults to ``adapter``
     checkpoint_key: str | None = None
+    #: stored pages the response says were deleted: tombstoned before the checkpoint moves
+    deleted: list[Deleted] = field(default_factory=list)
 
 
 @dataclass(slots=True)

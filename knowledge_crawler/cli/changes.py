@@ -65,8 +65,9 @@ def changes(
     against the one that replaced it, each labelled with the time it was
     fetched). tombstoned: the page was tombstoned (gone or missing too long),
     with the reason. restored: a missing or tombstoned page answered again.
-    Only a page's current status is known, so a page tombstoned and restored
-    in the window is listed once, as restored.
+    Every tombstone and restore is listed, in order (a page tombstoned and
+    restored in the window shows both); a page only suspected missing is not
+    (see history).
 
     TIME is an ISO-8601 date or date-time (2026-12-01, 2026-12-01T08:00:00Z,
     2026-12-01T10:00+02:00; no offset means UTC), a duration back from now

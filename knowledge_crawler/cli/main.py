@@ -59,7 +59,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "changes": (
         "knowledge_crawler.cli.changes:changes",
-        "New, changed and tombstoned pages since a time, with diffs.",
+        "New, changed, tombstoned and restored pages since a time, with diffs.",
     ),
     "export": (
         "knowledge_crawler.cli.export:export",

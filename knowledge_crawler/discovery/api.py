@@ -8,6 +8,9 @@ checkpoint) lives with the spider. Here, for one response:
   path is an empty page, a path through something else is an :class:`ApiError`;
 * each item's URL is at the dotted ``url_field`` (or the item is the URL
   itself), resolved against the page URL; only ``http(s)`` URLs, each once;
+* with a ``deleted_field`` (a dotted path in the item), an item whose flag is true
+  (JSON ``true``, a non-zero number, or ``"true"``/``"yes"``/``"1"``) names a page its
+  publisher deleted: it is listed in ``deleted``, not among the page URLs;
 * the next page comes from the ``Link`` header's ``rel="next"`` target
   (``next_mode="link"``, RFC 8288) or from the ``cursor_field`` value sent back
   as the ``cursor_param`` query parameter (``next_mode="cursor"``). An empty or
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from w3lib.url import add_or_replace_parameter
@@ -37,11 +40,13 @@ _LINK_SEPARATOR = re.compile(r"\s*,")
 
 @dataclass(frozen=True, slots=True)
 class ApiPage:
-    """One API page: the page URLs it lists, the next page's URL and the cursor (if any)."""
+    """One API page: the page URLs it lists, the next page's URL and the cursor (if any),
+    and the URLs of the items it flags deleted."""
 
     urls: list[str]
     next_url: str | None
     cursor: str | None
+    deleted: list[str] = field(default_factory=list)
 
 
 def parse_link_header(value: str | None) -> list[tuple[str, dict[str, str]]]:
@@ -128,6 +133,24 @@ def _item_url(item: Any, url_field: str, page_url: str) -> str | None:
     return absolute_http_url(raw, page_url) if isinstance(raw, str) else None
 
 
+_TRUE_TEXT = frozenset({"true", "yes", "1"})
+
+
+def _flagged(item: Any, deleted_field: str | None) -> bool:
+    """Whether ``item``'s deleted flag (at ``deleted_field``) is true."""
+    if not deleted_field or not isinstance(item, dict):
+        return False
+    try:
+        flag = _walk(item, deleted_field, "deleted_field")
+    except ApiError:
+        return False
+    if isinstance(flag, bool):
+        return flag
+    if isinstance(flag, int | float):
+        return flag != 0
+    return isinstance(flag, str) and flag.strip().lower() in _TRUE_TEXT
+
+
 def _cursor_value(value: Any) -> str | None:
     if isinstance(value, bool) or value is None or value is _MISSING:
         return None
@@ -148,6 +171,7 @@ def parse_api_page(
     link_header: str | None,
     page_url: str,
     cursor_param: str,
+    deleted_field: str | None = None,
 ) -> ApiPage:
     """Read one page of a paginated JSON API (see the module docstring).
 
@@ -178,12 +202,14 @@ def parse_api_page(
     if not isinstance(items, list):
         raise ApiError(f"items_path {items_path!r}: expected a list, got {type(items).__name__}")
     urls: dict[str, None] = {}
+    deleted: dict[str, None] = {}
     for item in items:
         url = _item_url(item, url_field, page_url)
         if url is not None:
-            urls.setdefault(url)
+            (deleted if _flagged(item, deleted_field) else urls).setdefault(url)
+    gone = [url for url in deleted if url not in urls]  # listed live too: it is there
     if next_mode == "link":
-        return ApiPage(list(urls), next_link(link_header, page_url), None)
+        return ApiPage(list(urls), next_link(link_header, page_url), None, gone)
     assert cursor_field is not None
     try:
         cursor = _cursor_value(_walk(document, cursor_field, "cursor_field"))
@@ -194,4 +220,4 @@ def parse_api_page(
         next_url = add_or_replace_parameter(page_url, cursor_param, cursor)
         if next_url == page_url:  # the same cursor again: the walk would loop
             next_url = None
-    return ApiPage(list(urls), next_url, cursor)
+    return ApiPage(list(urls), next_url, cursor, gone)

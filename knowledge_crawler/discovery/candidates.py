@@ -33,6 +33,7 @@ __all__ = [
     "ApiError",
     "Candidate",
     "CandidateKind",
+    "Deletion",
     "DiscoveryError",
     "NotAFeed",
     "NotASitemap",
@@ -89,6 +90,20 @@ class Candidate:
     url: str
     kind: CandidateKind
     lastmod: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Deletion:
+    """A page that discovery says its publisher deleted (an authoritative signal): an
+    Atom ``at:deleted-entry`` (RFC 6721), an API item flagged deleted.
+
+    ``at`` is when it was deleted (ISO-8601 UTC, ``Z``), None when not said; ``ref`` the
+    source's own name for it (the Atom entry id), None when it has none.
+    """
+
+    url: str
+    at: str | None = None
+    ref: str | None = None
 
 
 # W3C datetime (https://www.w3.org/TR/NOTE-datetime), leniently: a space for the

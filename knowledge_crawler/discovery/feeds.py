@@ -11,6 +11,15 @@ truncated files are read as leniently as sitemaps are, with entities never expan
 
 Each item's ``lastmod`` is the latest of its dates (Atom ``updated``/``published``,
 RSS ``pubDate``, ``dc:date``, ``dcterms:modified``), ISO-8601 UTC ending in ``Z``.
+
+An Atom feed may also say which entries its publisher deleted (RFC 6721,
+``<at:deleted-entry ref="ENTRY ID" when="TIME">``, namespace
+``http://purl.org/atompub/tombstones/1.0``): each becomes a :class:`Deletion` of
+the page its ``alternate`` link names (or its ``ref``, when that is an http(s) URL;
+a ``tag:`` ref without a link names no page and is counted as skipped). When the
+feed also has an entry for that page, the later of the entry's date and the
+deletion's ``when`` holds (RFC 6721 section 3): an entry updated since is back, an
+entry older than its deletion is left out of the candidates.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from knowledge_crawler.discovery import _xml
 from knowledge_crawler.discovery.candidates import (
     DEFAULT_MAX_SIZE,
     Candidate,
+    Deletion,
     NotAFeed,
     absolute_http_url,
     merge_candidates,
@@ -47,7 +57,8 @@ class FeedResult:
     """What one feed yields: its items' page URLs with their latest dates.
 
     ``truncated`` says the body was cut short or broken and only what parsed is
-    here; ``warnings`` say why; ``skipped`` counts items without a usable URL.
+    here; ``warnings`` say why; ``skipped`` counts items (deleted entries included)
+    without a usable URL; ``deleted``: the pages an Atom feed says were deleted.
     """
 
     format: FeedFormat
@@ -56,6 +67,7 @@ class FeedResult:
     truncated: bool = False
     warnings: tuple[str, ...] = ()
     skipped: int = 0
+    deleted: tuple[Deletion, ...] = ()
 
     @property
     def pages(self) -> list[str]:
@@ -144,6 +156,30 @@ def _atom_link(entry: etree._Element, base_url: str | None) -> str | None:
     return fallback
 
 
+def _deletion(node: etree._Element, base_url: str | None, now: datetime | None) -> Deletion | None:
+    """An ``at:deleted-entry``: the page it names (its link, else an http(s) ``ref``)."""
+    ref = (node.get("ref") or "").strip() or None
+    url = _atom_link(node, base_url) or absolute_http_url(ref)
+    if url is None:
+        return None
+    return Deletion(url, plausible_lastmod(normalise_lastmod(node.get("when")), now), ref)
+
+
+def _deletions(
+    deleted: list[Deletion], entries: list[Candidate]
+) -> tuple[tuple[Deletion, ...], list[Candidate]]:
+    """The deletions that hold and the entries that do: for a page both list, the later."""
+    dated = {c.url: c.lastmod for c in entries}
+    held: dict[str, Deletion] = {}
+    for d in deleted:
+        if d.url in dated and (d.at is None or (dated[d.url] or "") > d.at):
+            continue  # updated since it was deleted: back
+        if d.url not in held or (d.at or "") > (held[d.url].at or ""):
+            held[d.url] = d
+    kept = [c for c in entries if c.url not in held]
+    return tuple(held.values()), kept
+
+
 def _lastmod(item: etree._Element, now: datetime | None) -> str | None:
     dates = [
         normalise_lastmod(_xml.element_text(node))
@@ -195,8 +231,18 @@ def parse_feed(
     root = parsed.root
     entry_name = "entry" if fmt == "atom" else "item"
     entries: list[Candidate | None] = []
+    deleted: list[Deletion] = []
+    deleted_skipped = 0
     for item in root.iter():
-        if _xml.localname(item) != entry_name:
+        name = _xml.localname(item)
+        if fmt == "atom" and name == "deleted-entry":
+            deletion = _deletion(item, base_url, now)
+            if deletion is None:
+                deleted_skipped += 1
+            else:
+                deleted.append(deletion)
+            continue
+        if name != entry_name:
             continue
         url = _orig_link(item, base_url) or (
             _atom_link(item, base_url) if fmt == "atom" else _rss_link(item, base_url)
@@ -206,14 +252,20 @@ def parse_feed(
     if broken and entries and _xml.unclosed_at_end(text, entry_name):
         entries.pop()  # cut inside it: its link or date may be half there
     found = [c for c in entries if c is not None]
-    skipped = len(entries) - len(found)
+    skipped = len(entries) - len(found) + deleted_skipped
     if parsed.errors:
         warnings.append(f"broken XML, kept what parsed ({parsed.errors[0]})")
+    candidates = merge_candidates(found)
+    held: tuple[Deletion, ...] = ()
+    if deleted:
+        held, kept = _deletions(deleted, list(candidates))
+        candidates = tuple(kept)
     return FeedResult(
         fmt,
         _title(root, fmt),
-        merge_candidates(found),
+        candidates,
         truncated=bool(warnings),
         warnings=tuple(warnings),
         skipped=skipped,
+        deleted=held,
     )

@@ -73,6 +73,7 @@ from knowledge_crawler.store import (
     DuplicateUpdate,
     FetchFailure,
     FrontierAdd,
+    KnownPage,
     Operation,
     PageRecord,
     PassageRecord,
@@ -82,7 +83,7 @@ from knowledge_crawler.store import (
     UrlOutcome,
     record_dict,
 )
-from knowledge_crawler.sync.deletion import PageStatus, evidence_to_json, on_response
+from knowledge_crawler.sync.deletion import PageStatus, evidence_to_json, next_check, on_response
 from knowledge_crawler.sync.policy import iso_utc, revisit
 
 logger = logging.getLogger(__name__)
@@ -157,8 +158,11 @@ def link_operations(item: PageItem) -> list[Operation]:
     return ops
 
 
-def discovery_operations(item: DiscoveryItem) -> list[Operation]:
-    """The pages a discovery response listed, then its checkpoint: never ahead of them."""
+def discovery_operations(
+    item: DiscoveryItem, deletions: Sequence[StatusChange] = ()
+) -> list[Operation]:
+    """The pages a discovery response listed and the tombstones of the stored pages it
+    says were deleted (``deletions``), then its checkpoint: never ahead of them."""
     ops: list[Operation] = [
         FrontierAdd(
             item.source_id,
@@ -170,6 +174,7 @@ def discovery_operations(item: DiscoveryItem) -> list[Operation]:
         )
         for page in item.pages
     ]
+    ops += deletions
     if item.checkpoint is not None:
         key = item.checkpoint_key or item.adapter
         ops.append(CheckpointAdvance(item.source_id, key, item.checkpoint))
@@ -222,7 +227,7 @@ class StorePipeline(KcPipeline):
         elif isinstance(item, NotModifiedItem):
             ops = [self._touch(item)]
         elif isinstance(item, DiscoveryItem):
-            ops = discovery_operations(item)
+            ops = discovery_operations(item, self._deletions(item))
         elif isinstance(item, FailureItem):
             ops = self._failure(item)
         elif isinstance(item, UrlOutcomeItem):
@@ -287,25 +292,7 @@ class StorePipeline(KcPipeline):
         known = self.runtime.known.get((item.source_id, item.canonical_url))
         source = self.runtime.sources.get(item.source_id)
         if item.action in ("missing", "gone") and known is not None and source is not None:
-            current = PageStatus.restore(known.status, known.status_evidence, known.status_reason)
-            move = on_response(
-                current,
-                item.status,
-                datetime.now(UTC),
-                missing_after=source.missing_after,
-                missing_window=source.missing_window,
-            )
-            ops.append(
-                StatusChange(
-                    item.source_id,
-                    item.canonical_url,
-                    move.new_status,
-                    item.failed_at,
-                    move.reason,
-                    evidence_to_json(move.evidence),
-                )
-            )
-            self.inc(f"deletion/{move.new_status}")
+            ops.append(self._status_change(known, source, item.status, item.failed_at))
         elif item.action in ("missing", "gone") and state is None:
             # A page never stored answered 404/410: nothing to keep, nothing to retry.
             ops.append(
@@ -365,6 +352,75 @@ class StorePipeline(KcPipeline):
             )
         self.inc(f"crawl_state/{item.state}")
         return ops
+
+    def _deletions(self, item: DiscoveryItem) -> list[StatusChange]:
+        """The tombstones of the stored pages a discovery response says were deleted."""
+        source = self.runtime.sources.get(item.source_id)
+        changes: list[StatusChange] = []
+        for deleted in item.deleted if source is not None else ():
+            known = self.runtime.known.get((item.source_id, deleted.canonical_url))
+            if known is not None and source is not None:
+                changes.append(
+                    self._status_change(known, source, None, item.discovered_at, deleted.signal)
+                )
+        return changes
+
+    def _status_change(
+        self,
+        known: KnownPage,
+        source: Source,
+        status: int | None,
+        at: str,
+        signal: str | None = None,
+    ) -> StatusChange:
+        """A stored page's new status after its URL answered ``status`` (404, 410), or after
+        an authoritative deletion ``signal`` (no answer of its own), with the next check
+        the policy sets for it.
+
+        The page as this crawl knows it moves too, so a later answer in the same crawl
+        (a 404 after a feed's deletion marker, say) starts from this one.
+        """
+        try:  # the time of the answer (the evidence's and the next check's base)
+            now = datetime.fromisoformat(at)
+        except ValueError:
+            now = datetime.now(UTC)
+        if now.tzinfo is None:
+            now = now.replace(tzinfo=UTC)
+        current = PageStatus.restore(known.status, known.status_evidence, known.status_reason)
+        move = on_response(
+            current,
+            status,
+            now,
+            missing_after=source.missing_after,
+            missing_window=source.missing_window,
+            signal=signal,
+        )
+        evidence = evidence_to_json(move.evidence)
+        due = next_check(
+            move,
+            now,
+            min_interval=source.min_interval,
+            max_interval=source.max_interval,
+            missing_window=source.missing_window,
+        )
+        self.runtime.known[known.key] = dataclasses.replace(
+            known,
+            status=move.new_status,
+            status_reason=move.reason,
+            status_evidence=evidence,
+            next_check_at=due or known.next_check_at,
+        )
+        self.inc(f"deletion/{move.new_status}")
+        return StatusChange(
+            known.source_id,
+            known.canonical_url,
+            move.new_status,
+            at,
+            move.reason,
+            evidence,
+            http_status=status,
+            next_check_at=due,
+        )
 
     def _touch(self, item: NotModifiedItem) -> Touch:
         return Touch(

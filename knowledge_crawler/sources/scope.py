@@ -31,7 +31,10 @@ class ApiConfig:
 
     The next page comes from the response's ``Link: <...>; rel="next"`` header
     (``next = "link"``) or from a cursor field of the JSON body sent back as the
-    ``cursor_param`` query parameter (``next = "cursor"``).
+    ``cursor_param`` query parameter (``next = "cursor"``). ``deleted_field``: the
+    dotted path of an item's deleted flag (None: the API says nothing of deletions);
+    an item whose flag is true names a page its publisher deleted, which is
+    tombstoned at once.
     """
 
     url: str
@@ -40,6 +43,7 @@ class ApiConfig:
     next: Literal["link", "cursor"] = "link"
     cursor_field: str | None = None
     cursor_param: str = "cursor"
+    deleted_field: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -332,7 +332,15 @@ def _parse_threshold(value: object) -> float:
     return float(value)
 
 
-_API_KEYS = ("url", "items_path", "url_field", "next", "cursor_field", "cursor_param")
+_API_KEYS = (
+    "url",
+    "items_path",
+    "url_field",
+    "next",
+    "cursor_field",
+    "cursor_param",
+    "deleted_field",
+)
 
 
 def _parse_api(value: object) -> ApiConfig:

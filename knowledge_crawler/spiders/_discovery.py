@@ -19,8 +19,16 @@ Checkpoints (``checkpoints`` table, per source and key):
   the known inventory, which revalidates it anyway; ``lastmod`` orders work, it
   never replaces validation.
 
+Deletions: an Atom feed's ``at:deleted-entry`` (RFC 6721) and an API item whose
+``deleted_field`` flag is true say the publisher deleted a page. For a stored page
+that is not tombstoned yet, the discovery item carries it (with what said so), and
+the store pipeline tombstones it at once, in the item's batch, before its checkpoint.
+A feed's deletion at or before the stored mark was read by an earlier crawl and is
+not applied again; its ``when`` moves the mark like an entry's date.
+
 Counters: ``kc/discovery/<adapter>/responses``, ``.../pages``, ``.../errors/<kind>``,
-``.../invalid``, ``kc/discovery/known_older_than_mark``.
+``.../invalid``, ``.../deleted`` (stored pages said deleted), ``.../deleted_not_stored``,
+``kc/discovery/known_older_than_mark``.
 """
 
 from __future__ import annotations
@@ -37,11 +45,11 @@ from twisted.python.failure import Failure
 from knowledge_crawler import meta
 from knowledge_crawler.crawl.runtime import runtime_for
 from knowledge_crawler.discovery.api import parse_api_page
-from knowledge_crawler.discovery.candidates import Candidate, DiscoveryError
+from knowledge_crawler.discovery.candidates import Candidate, Deletion, DiscoveryError
 from knowledge_crawler.discovery.feeds import parse_feed
 from knowledge_crawler.discovery.robots import sitemaps_from_robots
 from knowledge_crawler.discovery.sitemaps import parse_sitemap
-from knowledge_crawler.items import Discovered, DiscoveryItem
+from knowledge_crawler.items import Deleted, Discovered, DiscoveryItem
 from knowledge_crawler.store import utc_now
 
 if TYPE_CHECKING:
@@ -127,6 +135,8 @@ class DiscoveryMixin:
         now = datetime.now(UTC)
         body = response.body
         candidates: tuple[Candidate, ...] | list[Candidate] = ()
+        #: pages said deleted, each with what said so
+        deletions: list[tuple[Deletion, str]] = []
         next_api: str | None = None
         try:
             if adapter == "sitemap" and _is_robots(response.url):
@@ -143,7 +153,16 @@ class DiscoveryMixin:
                     yield request
                 candidates = [c for c in result.candidates if c.kind == "page"]
             elif adapter == "feed":
-                candidates = parse_feed(body, base_url=response.url, now=now).candidates
+                feed = parse_feed(body, base_url=response.url, now=now)
+                candidates = feed.candidates
+                deletions = [
+                    (
+                        d,
+                        f"atom:deleted-entry in {response.url}"
+                        + (f", when {d.at}" if d.at else ""),
+                    )
+                    for d in feed.deleted
+                ]
             else:
                 api = source.api
                 assert api is not None
@@ -157,14 +176,19 @@ class DiscoveryMixin:
                     link_header=link.decode("latin-1") if link else None,
                     page_url=response.url,
                     cursor_param=api.cursor_param,
+                    deleted_field=api.deleted_field,
                 )
                 candidates = [Candidate(url, "page") for url in page.urls]
+                flag = f"api item flagged {api.deleted_field!r} in {response.url}"
+                deletions = [(Deletion(url), flag) for url in page.deleted]
                 next_api = page.next_url
         except DiscoveryError as exc:
             stats.inc_value(f"kc/discovery/{adapter}/invalid")
             logger.warning("%s %s of source %r: %s", adapter, response.url, source.id, exc)
             return
         item, requests = self._listed(source, adapter, key, marks.get(key), candidates)
+        if deletions:
+            self._deleted(source, item, marks.get(key), deletions)
         if adapter == "api":
             item.checkpoint = json.dumps({"next": next_api, "last": response.url})
         yield item
@@ -214,6 +238,37 @@ class DiscoveryMixin:
         if adapter != "api" and newest is not None:
             item.checkpoint = newest
         return item, requests
+
+    def _deleted(
+        self,
+        source: Source,
+        item: DiscoveryItem,
+        mark: str | None,
+        deletions: list[tuple[Deletion, str]],
+    ) -> None:
+        """Put on ``item`` the stored pages ``deletions`` name that are not tombstoned yet."""
+        stats = self.crawler.stats
+        known = runtime_for(self.crawler).known
+        for deletion, signal in deletions:
+            if not source.in_scope(deletion.url):
+                continue
+            try:
+                page_key = source.key(deletion.url)
+            except ValueError:
+                continue
+            if deletion.at and item.adapter != "api":
+                if mark and deletion.at <= mark:
+                    continue  # read by an earlier crawl
+                if item.checkpoint is None or deletion.at > item.checkpoint:
+                    item.checkpoint = deletion.at
+            page = known.get((source.id, page_key))
+            if page is None:
+                stats.inc_value(f"kc/discovery/{item.adapter}/deleted_not_stored")
+                continue
+            if page.status == "tombstoned":
+                continue
+            item.deleted.append(Deleted(page_key, deletion.url, signal))
+            stats.inc_value(f"kc/discovery/{item.adapter}/deleted")
 
     def on_discovery_error(self, failure: Failure) -> None:
         request = getattr(failure, "request", None)

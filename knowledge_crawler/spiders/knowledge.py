@@ -419,10 +419,13 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         # The known inventory: every stored page within the source's depth limit (crawl)
         # or the due ones (refresh), most overdue first, each at the depth it was found
         # at: a page that answers 304 is not parsed, so its links come from here.
+        # Tombstoned pages only when due (at the source's max_interval): one that answers
+        # again is restored, whether or not a page linking it changed.
         now = utc_now()
         due = 0
         for page in known.values():
-            if self.mode == "refresh" and page.next_check_at and page.next_check_at > now:
+            waits = self.mode == "refresh" or page.status == "tombstoned"
+            if waits and page.next_check_at and page.next_check_at > now:
                 continue
             owner = self.sources.get(page.source_id)
             if owner is None or page.depth > owner.depth_limit:

@@ -12,6 +12,7 @@ __all__ = [
     "ADVANCE",
     "CHANGES",
     "COUNT_RUN",
+    "EVENT",
     "EXPORT",
     "EXPORT_PASSAGES",
     "FAILURE",
@@ -98,11 +99,13 @@ FROM pages WHERE id {ids} ORDER BY id
 """
 
 # A 304: times, validators (a validator the response did not repeat stays) and the next
-# check; never content, hash or last_changed_at.
+# check; never content, hash or last_changed_at. A page that was missing is back: the
+# stored response (a 200) holds again, and that is its status.
 TOUCH = """
 UPDATE page_meta SET
     status_changed_at = CASE WHEN status = 'active' THEN status_changed_at
                              ELSE CAST(:checked_at AS TEXT) END,
+    http_status     = CASE WHEN status = 'active' THEN http_status ELSE 200 END,
     status          = 'active',
     status_reason   = NULL,
     status_evidence = '[]',
@@ -187,14 +190,23 @@ ON CONFLICT (source_id, canonical_url) DO UPDATE SET
     needs_review = excluded.needs_review, run_id = excluded.run_id
 """
 
-# A stored page's status moves; its content stays. Checked now, not seen.
+# A stored page's status moves; its content stays. Checked now, not seen. Its URL's
+# answer (none for a deletion signal) and the next check, when given, replace the stored.
 STATUS = """
 UPDATE page_meta SET
     status = :status, status_reason = :reason, status_evidence = :evidence,
     status_changed_at = CASE WHEN status = :status THEN status_changed_at
                              ELSE CAST(:checked_at AS TEXT) END,
+    http_status = COALESCE(:http_status, http_status),
+    next_check_at = COALESCE(CAST(:next_check_at AS TEXT), next_check_at),
     last_checked_at = :checked_at
 WHERE source_id = :source_id AND canonical_url = :canonical_url
+"""
+
+# One move of a page's status (``page_events``), in the transaction that makes it.
+EVENT = """
+INSERT INTO page_events (page_id, at, event, reason, http_status, evidence, run_id)
+VALUES (:page_id, :at, :event, :reason, :http_status, :evidence, :run_id)
 """
 
 ADVANCE = """
@@ -228,27 +240,28 @@ WHERE id = :run_id
 
 # What happened in a window, oldest first: small rows (no text), sorted by the database;
 # the texts of a change are read entry by entry. Ties: new before changed before a status.
+# Status moves come from ``page_events`` (every one, in order), but for suspected_missing,
+# which is no change of the page yet (it is listed when tombstoned, or restored).
 CHANGES = """
 SELECT e.kind, e.time, e.page_id, e.version_id, m.source_id, m.canonical_url, m.title,
-       m.content_hash, m.status_reason
+       m.content_hash, e.reason
 FROM (
     SELECT 0 AS rank, 'new' AS kind, first_seen_at AS time, id AS page_id,
-           CAST(NULL AS BIGINT) AS version_id
+           CAST(NULL AS BIGINT) AS version_id, CAST(NULL AS TEXT) AS reason
     FROM page_meta
     WHERE first_seen_at >= CAST(:since AS TEXT)
       AND (CAST(:until AS TEXT) IS NULL OR first_seen_at < CAST(:until AS TEXT))
     UNION ALL
-    SELECT 1, 'changed', replaced_at, page_id, id
+    SELECT 1, 'changed', replaced_at, page_id, id, NULL
     FROM page_versions
     WHERE replaced_at >= CAST(:since AS TEXT)
       AND (CAST(:until AS TEXT) IS NULL OR replaced_at < CAST(:until AS TEXT))
     UNION ALL
-    SELECT 2, CASE status WHEN 'tombstoned' THEN 'tombstoned' ELSE 'restored' END,
-           status_changed_at, id, NULL
-    FROM page_meta
-    WHERE status <> 'suspected_missing'
-      AND status_changed_at >= CAST(:since AS TEXT)
-      AND (CAST(:until AS TEXT) IS NULL OR status_changed_at < CAST(:until AS TEXT))
+    SELECT 2, event, at, page_id, id, reason
+    FROM page_events
+    WHERE event <> 'suspected_missing'
+      AND at >= CAST(:since AS TEXT)
+      AND (CAST(:until AS TEXT) IS NULL OR at < CAST(:until AS TEXT))
 ) e JOIN page_meta m ON m.id = e.page_id
 WHERE CAST(:source AS TEXT) IS NULL OR m.source_id = CAST(:source AS TEXT)
 ORDER BY e.time, e.rank, e.page_id, e.version_id

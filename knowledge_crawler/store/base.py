@@ -264,10 +264,14 @@ class FetchFailure:
 
 @dataclass(frozen=True, slots=True)
 class StatusChange:
-    """A stored page's status moved (``suspected_missing``, ``tombstoned``, ``active``).
+    """A stored page's status after a check or a deletion signal (``suspected_missing``,
+    ``tombstoned``, ``active``).
 
     Its content stays; ``evidence`` is JSON text of the observations behind the
-    change (statuses and times), ``reason`` one line.
+    change (statuses and times, or the signal), ``reason`` one line. ``http_status``:
+    what the page's URL answered (None: no answer of its own, e.g. a feed's deletion
+    marker; the stored one stays); ``next_check_at``: when to check it next (None:
+    unchanged). When the status moves, the store records the move in ``page_events``.
     """
 
     source_id: str
@@ -276,6 +280,8 @@ class StatusChange:
     checked_at: str
     reason: str | None = None
     evidence: str = "[]"
+    http_status: int | None = None
+    next_check_at: str | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -306,8 +312,8 @@ class KnownPage:
     check_interval: int | None
     last_changed_at: str
     next_check_at: str | None
-    #: ``active`` or ``suspected_missing`` (tombstoned pages are not listed), with the
-    #: reason and the evidence (JSON text) behind it
+    #: ``active``, ``suspected_missing`` or ``tombstoned``, with the reason and the
+    #: evidence (JSON text) behind it
     status: str = "active"
     status_reason: str | None = None
     status_evidence: str = "[]"
@@ -486,7 +492,8 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def known_pages(self, source_ids: Sequence[str]) -> Iterator[KnownPage]:
-        """Every stored page of these sources that is not tombstoned, most overdue first.
+        """Every stored page of these sources, tombstoned ones included (they are
+        checked again when due, so a page that comes back is restored), most overdue first.
 
         Pages never scheduled (``next_check_at`` NULL) come first, then by
         ``next_check_at``: the order a refresh visits them in.
@@ -525,7 +532,11 @@ class Store(abc.ABC):
         For each source that stores the URL (or only ``source_id``): the current
         content, then its ``page_versions``. Each: ``source_id, canonical_url,
         content_hash, title, content, fetched_at`` and ``replaced_at`` (None for
-        the current one). Empty when no such page is stored.
+        the current one). The current one also has ``events``: every move of the
+        page's status (``page_events``), oldest first, each with ``time``, ``event``
+        (``suspected_missing``, ``tombstoned``, ``restored``), ``reason``,
+        ``http_status`` (what the URL answered; None for a deletion signal) and
+        ``evidence`` (a list). Empty when no such page is stored.
         """
 
     @abc.abstractmethod
@@ -550,13 +561,15 @@ class Store(abc.ABC):
           ``replaced_at``), with ``previous_content_hash``, ``previous_fetched_at``
           and ``fetched_at`` (when the old and the new text were last fetched), and
           with ``contents`` the two texts, ``previous_content`` and ``content``;
-        - ``tombstoned``: the page is tombstoned, since ``status_changed_at``,
-          with its ``reason``;
-        - ``restored``: the page is active again, since ``status_changed_at``,
-          after being missing (suspected or tombstoned).
+        - ``tombstoned``: the page was tombstoned (one entry per time), with the
+          ``reason``;
+        - ``restored``: the page became active again after being missing
+          (suspected or tombstoned).
 
-        Only each page's current status is known, so a page tombstoned and restored
-        in the window shows as ``restored``. Streams: rows are read as consumed.
+        Status entries come from ``page_events``, so a page tombstoned and restored
+        in the window shows both, in order. A page's ``suspected_missing`` moves are
+        kept there too (see :meth:`history`) but are not changes: it is listed only
+        once tombstoned, or restored. Streams: rows are read as consumed.
         """
 
     @abc.abstractmethod

@@ -272,6 +272,7 @@ class SqlStore(Store):
             ops = list(run)
             if kind is PageRecord:
                 records = cast("list[PageRecord]", ops)
+                restoring = self._restoring([rec for rec in records if not rec.reextracted])
                 if bad is None:
                     loaded = records
                     one = self._load(records)
@@ -281,13 +282,16 @@ class SqlStore(Store):
                 else:
                     loaded = self._load_each(records, result, bad)
                 result.unlinked += self._unlinked(loaded)
+                self._restored(restoring, loaded, run_id)
                 self._settle([rec for rec in loaded if not rec.reextracted])  # fetched ones
             elif kind is DuplicateUpdate:
                 updates = cast("list[DuplicateUpdate]", ops)
                 self._apply_updates(updates, result, isolate=bad is not None)
             elif kind is Touch:
                 touches = cast("list[Touch]", ops)
+                restoring = self._restoring(touches)
                 self._touch(touches, result)
+                self._restored(restoring, touches, run_id)
                 self._settle(touches)
             elif kind is FrontierAdd:
                 self._add_to_frontier(cast("list[FrontierAdd]", ops), result, run_id)
@@ -296,7 +300,7 @@ class SqlStore(Store):
             elif kind is FetchFailure:
                 self._fail(cast("list[FetchFailure]", ops), result, run_id)
             elif kind is StatusChange:
-                self._change_status(cast("list[StatusChange]", ops), result)
+                self._change_status(cast("list[StatusChange]", ops), result, run_id)
             elif kind is CheckpointAdvance:
                 self._advance(cast("list[CheckpointAdvance]", ops), result, run_id)
             else:  # pragma: no cover - the Operation union is closed
@@ -459,10 +463,13 @@ class SqlStore(Store):
         result.failures += len(failures)
         result.dead_lettered += sum(1 for f in failures if f.dead_lettered_at)
 
-    def _change_status(self, changes: Sequence[StatusChange], result: UpsertResult) -> None:
-        for change in changes:  # few: only pages whose status moves
+    def _change_status(
+        self, changes: Sequence[StatusChange], result: UpsertResult, run_id: int | None
+    ) -> None:
+        """Move stored pages' status; each move is a ``page_events`` row, in this transaction."""
+        for change in changes:  # few: only pages found missing or deleted
             before = self.db.execute(
-                "SELECT status FROM page_meta WHERE source_id = ? AND canonical_url = ?",
+                "SELECT id, status FROM page_meta WHERE source_id = ? AND canonical_url = ?",
                 change.key,
             ).fetchone()
             if before is None:
@@ -476,11 +483,79 @@ class SqlStore(Store):
                     "reason": change.reason,
                     "evidence": change.evidence,
                     "checked_at": change.checked_at,
+                    "http_status": change.http_status,
+                    "next_check_at": change.next_check_at,
                 },
             )
             result.status_changes += 1
-            if change.status == "tombstoned" and before[0] != "tombstoned":
+            if change.status != before[1]:
+                self._event(
+                    before[0],
+                    change.checked_at,
+                    "restored" if change.status == "active" else change.status,
+                    change.reason,
+                    change.http_status,
+                    change.evidence,
+                    run_id,
+                )
+            if change.status == "tombstoned" and before[1] != "tombstoned":
                 result.tombstones += 1
+
+    def _event(
+        self,
+        page_id: int,
+        at: str,
+        event: str,
+        reason: str | None,
+        http_status: int | None,
+        evidence: str,
+        run_id: int | None,
+    ) -> None:
+        self.db.execute(
+            _sql.EVENT,
+            {
+                "page_id": page_id,
+                "at": at,
+                "event": event,
+                "reason": reason,
+                "http_status": http_status,
+                "evidence": evidence,
+                "run_id": run_id,
+            },
+        )
+
+    def _restoring(self, fetched: Sequence[PageRecord | Touch]) -> dict[Key, int]:
+        """The ids of the pages among ``fetched`` that are stored and not active: an answer
+        (a record or a 304) brings them back. Read before the answer is written."""
+        if not fetched:
+            return {}
+        sql = (
+            "SELECT source_id, canonical_url, id FROM page_meta "
+            "WHERE (source_id, canonical_url) {keys} AND status <> 'active'"
+        )
+        return {(r[0], r[1]): r[2] for r in self._keyed(sql, sorted({op.key for op in fetched}))}
+
+    def _restored(
+        self,
+        restoring: Mapping[Key, int],
+        written: Sequence[PageRecord | Touch],
+        run_id: int | None,
+    ) -> None:
+        """A ``restored`` event for each page of ``restoring`` that ``written`` brought back,
+        at its first answer (a record's status, 304 for a touch)."""
+        if not restoring:
+            return
+        done: set[Key] = set()
+        for op in written:
+            page_id = restoring.get(op.key)
+            if page_id is None or op.key in done:
+                continue
+            done.add(op.key)
+            if isinstance(op, PageRecord):
+                at, status = op.fetched_at, op.http_status
+            else:
+                at, status = op.checked_at, 304
+            self._event(page_id, at, "restored", None, status, "[]", run_id)
 
     def _add_to_frontier(
         self, adds: Sequence[FrontierAdd], result: UpsertResult, run_id: int | None
@@ -532,7 +607,22 @@ class SqlStore(Store):
             for op in (*pages, *others)
         ]
         if pages:
+            # a page newly redirecting: its tombstone is an event, as any status move is
+            before = {
+                (r[0], r[1]): (r[2], r[3] == "tombstoned" and r[4] is not None)
+                for r in self._keyed(
+                    "SELECT source_id, canonical_url, id, status, redirect_to FROM page_meta "
+                    "WHERE (source_id, canonical_url) {keys}",
+                    sorted(op.key for op in pages),
+                )
+            }
             self.db.executemany(_sql.REDIRECT_PAGE, params[: len(pages)])
+            for op in pages:
+                page_id, redirected = before[op.key]
+                if not redirected:
+                    self._event(
+                        page_id, op.checked_at, "tombstoned", op.reason, op.status, "[]", run_id
+                    )
         if others:
             self.db.executemany(_sql.URL_OUTCOME, params[len(pages) :])
         # a refused URL that is a stored page: stored as it was, due by its own schedule
@@ -781,7 +871,7 @@ class SqlStore(Store):
             "SELECT source_id, canonical_url, final_url, etag, last_modified, content_hash, "
             "depth, check_interval, last_changed_at, next_check_at, status, status_reason, "
             "status_evidence FROM page_meta "
-            "WHERE source_id {sources} AND status <> 'tombstoned' "
+            "WHERE source_id {sources} "
             "ORDER BY next_check_at IS NOT NULL, next_check_at, id",
             source_ids,
             "cannot read the pages of",
@@ -892,6 +982,15 @@ class SqlStore(Store):
         ):
             current = dict(page)
             page_id = current.pop("id")
+            current["events"] = [
+                {**dict(r), "evidence": _json_list(r["evidence"])}
+                for r in self._read(
+                    "SELECT at AS time, event, reason, http_status, evidence "
+                    "FROM page_events WHERE page_id = ? ORDER BY at, id",
+                    (page_id,),
+                    what=what,
+                )
+            ]
             out.append(current)
             out += [
                 {"source_id": current["source_id"], "canonical_url": canonical_url, **dict(r)}
@@ -922,7 +1021,7 @@ class SqlStore(Store):
                     "canonical_url": row["canonical_url"],
                     "title": row["title"],
                     "content_hash": row["content_hash"],
-                    "reason": row["status_reason"] if row["kind"] == "tombstoned" else None,
+                    "reason": row["reason"] if row["kind"] == "tombstoned" else None,
                     "previous_content_hash": None,
                     "previous_fetched_at": None,
                     "fetched_at": None,
@@ -1094,6 +1193,15 @@ class SqlStore(Store):
     def close(self) -> None:
         with self.db.lock:
             self.db.close()  # a second close does nothing
+
+
+def _json_list(text: str | None) -> list[Any]:
+    """A JSON array stored as text; ``[]`` for NULL or anything else."""
+    try:
+        value = json.loads(text or "[]")
+    except ValueError:
+        return []
+    return value if isinstance(value, list) else []
 
 
 def _change_texts(reader: Reader, page_id: int, version_id: int, contents: bool) -> dict[str, Any]:

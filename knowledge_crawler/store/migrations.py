@@ -509,6 +509,35 @@ WHERE NOT EXISTS (SELECT 1 FROM page_meta p
                   WHERE f.source_id = a.source_id AND f.canonical_url = a.canonical_url)""",
 )
 
+# Status events: every move of a page's status (suspected_missing, tombstoned, restored),
+# with when, why, what its URL answered (NULL for a deletion signal such as a feed's
+# deletion marker) and the evidence, written by the store in the transaction that moves
+# the status. ``page_meta`` keeps the current status only; the changes feed and history
+# read these, so a tombstone stays known once the page is back. A database written
+# before this keeps the one move it knows of each page: its current status since
+# ``status_changed_at`` (an active page with one was restored then).
+_PAGE_EVENTS: tuple[str, ...] = (
+    """CREATE TABLE page_events (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    page_id      INTEGER NOT NULL REFERENCES page_meta(id) ON DELETE CASCADE,
+    at           TEXT NOT NULL,
+    event        TEXT NOT NULL
+                 CHECK (event IN ('suspected_missing', 'tombstoned', 'restored')),
+    reason       TEXT,
+    http_status  INTEGER,
+    evidence     TEXT NOT NULL DEFAULT '[]',
+    run_id       INTEGER REFERENCES crawl_runs(id) ON DELETE SET NULL
+)""",
+    "CREATE INDEX idx_events_page ON page_events (page_id, at)",
+    "CREATE INDEX idx_events_at ON page_events (at)",
+    "INSERT INTO page_events (page_id, at, event, reason, evidence) "
+    "SELECT id, status_changed_at, "
+    "CASE status WHEN 'active' THEN 'restored' ELSE status END, "
+    "CASE status WHEN 'active' THEN NULL ELSE status_reason END, "
+    "CASE status WHEN 'active' THEN '[]' ELSE status_evidence END "
+    "FROM page_meta WHERE status_changed_at IS NOT NULL ORDER BY status_changed_at, id",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "0001_pages_runs_quarantine",
@@ -545,6 +574,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0009_change_feed_indexes", _CHANGE_FEED_INDEXES),
     Migration("0010_page_extra", _PAGE_EXTRA),
     Migration("0011_url_state", _URL_STATE),
+    Migration("0012_page_events", _PAGE_EVENTS),
 )
 
 

@@ -13,9 +13,11 @@ The machine (SPEC F-FETCH "Deletions"), per source ``missing_after`` and
   ``missing_after`` missing observations and the first and last of them are at
   least ``missing_window`` apart (else it stays suspected, with one more piece of
   evidence); the tombstone gets a reason such as ``missing (404) 3 times over 2 days``;
-* 410, or a signal the caller knows to be authoritative (``authoritative=True``,
-  e.g. the source's API says the page was deleted): ``tombstoned`` at once when
-  ``gone_is_final`` (the default), else counted like a 404;
+* 410, or a signal the caller knows to be authoritative (``signal``, what it was:
+  an Atom feed's ``at:deleted-entry``, an API item flagged deleted; or
+  ``authoritative=True``): ``tombstoned`` at once when ``gone_is_final`` (the
+  default), else counted like a 404. The signal is the evidence (no HTTP status)
+  and the reason (``deleted (SIGNAL)``);
 * 2xx or 304, from any state: ``active``, evidence and reason cleared. Nothing
   else brings a tombstoned page back;
 * anything else (no response, timeouts, 5xx, 429, 401/403, other 4xx, 3xx) is no
@@ -23,7 +25,14 @@ The machine (SPEC F-FETCH "Deletions"), per source ``missing_after`` and
   failure is never mistaken for a deletion.
 
 A tombstoned page that is still missing collects more evidence; its reason and
-``tombstoned_at`` keep the first verdict. Evidence is bounded by
+``tombstoned_at`` keep the first verdict.
+
+When to check a missing page next (:func:`next_check`, within the source's
+``min_interval`` and ``max_interval``): a first 404 brings the check forward to
+``min_interval`` (an early verification: a page that was only briefly away comes
+back soon, one that is gone is confirmed soon); a page still suspected is checked
+when its window can close, never sooner than ``min_interval``; a tombstoned page
+keeps being checked, at ``max_interval``, so one that comes back is restored. Evidence is bounded by
 :func:`evidence_bound`: the first observation (it anchors the window) and the
 most recent ones are kept. When some were dropped, a reason says "at least".
 
@@ -65,6 +74,7 @@ __all__ = [
     "evidence_bound",
     "evidence_from_json",
     "evidence_to_json",
+    "next_check",
     "on_response",
 ]
 
@@ -82,10 +92,12 @@ _MISSING_STATUSES = frozenset({404, 410})
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
-    """One observation that a page is missing: the status its URL answered, and when."""
+    """One observation that a page is missing: the status its URL answered, and when;
+    or, for an authoritative deletion signal, no status and the ``signal``."""
 
-    status: int
+    status: int | None
     at: str
+    signal: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +128,7 @@ class PageStatus:
         >>> stored = '[{"status":404,"at":"2026-01-01T00:00:00Z"}]'
         >>> page = PageStatus.restore("suspected_missing", stored)
         >>> page.status, page.evidence
-        ('suspected_missing', (Evidence(status=404, at='2026-01-01T00:00:00Z'),))
+        ('suspected_missing', (Evidence(status=404, at='2026-01-01T00:00:00Z', signal=None),))
         """
         return cls(status or ACTIVE, evidence_from_json(evidence), reason, tombstoned_at)
 
@@ -157,14 +169,16 @@ def on_response(
     missing_window: timedelta,
     gone_is_final: bool = True,
     authoritative: bool = False,
+    signal: str | None = None,
     max_evidence: int = MAX_EVIDENCE,
 ) -> Transition:
     """The page's status after a check of it at ``now`` answered ``status`` (None: no
     response at all, e.g. a timeout). See the module docstring for the rules.
 
-    ``authoritative``: the caller holds an authoritative deletion signal for the page;
-    it is handled as a 410 whatever ``status`` is, except that a 2xx/304 still means
-    the page is there. Its evidence records ``status`` (410 when None).
+    ``authoritative`` or ``signal``: the caller holds an authoritative deletion signal
+    for the page; it is handled as a 410 whatever ``status`` is, except that a 2xx/304
+    still means the page is there. Its evidence records ``status`` and the ``signal``
+    (without a signal, a None status is recorded as 410).
 
     Never raises for any status or history, given an aware ``now``; out-of-range
     parameters are read as their nearest sensible value (``missing_after`` below 1
@@ -172,13 +186,17 @@ def on_response(
     """
     if status is not None and (200 <= status < 300 or status == 304):
         return Transition(ACTIVE, (), None, False, None)
+    authoritative = authoritative or signal is not None
     if not (authoritative or status in _MISSING_STATUSES):
         return Transition(
             current.status, current.evidence, current.reason, False, current.tombstoned_at
         )
 
     stamp = iso_utc(now)
-    observed = Evidence(status if status is not None else 410, stamp)
+    if signal is not None:
+        observed = Evidence(status, stamp, signal)
+    else:
+        observed = Evidence(status if status is not None else 410, stamp)
     bound = evidence_bound(missing_after, max_evidence)
     if current.status == TOMBSTONED:  # still gone: more evidence, the first verdict stays
         evidence = _bounded((*current.evidence, observed), bound)
@@ -189,17 +207,49 @@ def on_response(
     evidence = _bounded(tuple(e for e, _ in observations), bound)
 
     if gone_is_final and (authoritative or status == 410):
-        reason = _final_reason(status)
+        reason = f"deleted ({signal})" if signal is not None else _final_reason(status)
         return Transition(TOMBSTONED, evidence, reason, True, stamp)
 
     times = [when for _, when in observations]
     span = max(times) - min(times)
     if len(observations) >= max(1, missing_after) and span >= max(timedelta(0), missing_window):
         reason = _missing_reason(
-            [e.status for e, _ in observations], span, at_least=len(prior) >= bound
+            [e.status for e, _ in observations if e.status is not None],
+            span,
+            at_least=len(prior) >= bound,
         )
         return Transition(TOMBSTONED, evidence, reason, True, stamp)
     return Transition(SUSPECTED_MISSING, evidence, None, False, None)
+
+
+def next_check(
+    transition: Transition,
+    now: datetime,
+    *,
+    min_interval: timedelta,
+    max_interval: timedelta,
+    missing_window: timedelta,
+) -> str | None:
+    """When to check a page next after ``transition`` (ISO UTC text); None when it is
+    active again (the revisit policy schedules it then). See the module docstring.
+
+    >>> from datetime import UTC, datetime, timedelta
+    >>> now, hour, day = datetime(2026, 1, 1, tzinfo=UTC), timedelta(hours=1), timedelta(days=1)
+    >>> t = on_response(PageStatus(), 404, now, missing_after=2, missing_window=day)
+    >>> next_check(t, now, min_interval=hour, max_interval=7 * day, missing_window=day)
+    '2026-01-01T01:00:00.000000Z'
+    """
+    low = max(timedelta(0), min_interval)
+    high = max(low, max_interval)
+    if transition.new_status == TOMBSTONED:
+        return iso_utc(now + high)
+    if transition.new_status != SUSPECTED_MISSING:
+        return None
+    seen = _readable(transition.evidence)
+    if len(seen) <= 1:  # the first observation: verify early
+        return iso_utc(now + low)
+    closes = min(when for _, when in seen) + max(timedelta(0), missing_window)
+    return iso_utc(now + min(high, max(low, closes - now)))
 
 
 def _readable(evidence: Iterable[Evidence]) -> tuple[tuple[Evidence, datetime], ...]:
@@ -263,12 +313,20 @@ def _duration(span: timedelta) -> str:
 
 
 def evidence_to_json(evidence: Iterable[Evidence]) -> str:
-    """Evidence as JSON text for a TEXT column: ``[{"status": 404, "at": "..."}, ...]``.
+    """Evidence as JSON text for a TEXT column: ``[{"status": 404, "at": "..."}, ...]``,
+    with ``"signal"`` for a deletion signal.
 
     >>> evidence_to_json([Evidence(404, "2026-01-01T00:00:00.000000Z")])
     '[{"status":404,"at":"2026-01-01T00:00:00.000000Z"}]'
+    >>> evidence_to_json([Evidence(None, "2026-01-01T00:00:00.000000Z", "api deleted")])
+    '[{"status":null,"at":"2026-01-01T00:00:00.000000Z","signal":"api deleted"}]'
     """
-    rows = [{"status": item.status, "at": item.at} for item in evidence]
+    rows: list[dict[str, object]] = []
+    for item in evidence:
+        row: dict[str, object] = {"status": item.status, "at": item.at}
+        if item.signal is not None:
+            row["signal"] = item.signal
+        rows.append(row)
     return json.dumps(rows, separators=(",", ":"))
 
 
@@ -278,7 +336,7 @@ def evidence_from_json(text: str | None) -> tuple[Evidence, ...]:
     can only delay a tombstone, never cause one.
 
     >>> evidence_from_json('[{"status":410,"at":"2026-01-01T00:00:00Z"},{"status":"x"}]')
-    (Evidence(status=410, at='2026-01-01T00:00:00Z'),)
+    (Evidence(status=410, at='2026-01-01T00:00:00Z', signal=None),)
     >>> evidence_from_json("not json"), evidence_from_json(None)
     ((), ())
     """
@@ -294,7 +352,11 @@ def evidence_from_json(text: str | None) -> tuple[Evidence, ...]:
     for row in rows:
         if not isinstance(row, dict):
             continue
-        code, at = row.get("status"), row.get("at")
-        if isinstance(code, int) and not isinstance(code, bool) and isinstance(at, str):
-            found.append(Evidence(code, at))
+        code, at, signal = row.get("status"), row.get("at"), row.get("signal")
+        if not isinstance(at, str) or not (signal is None or isinstance(signal, str)):
+            continue
+        if isinstance(code, int) and not isinstance(code, bool):
+            found.append(Evidence(code, at, signal))
+        elif code is None and signal is not None:
+            found.append(Evidence(None, at, signal))
     return tuple(found)

@@ -78,11 +78,15 @@ canonical URL ``http://localhost:PORT/articles/<slug>``, and every one answers w
 * ``/feed.rss`` (RSS 2.0), ``/feed.atom`` (Atom 1.0, ``xml:base="http://localhost:PORT/articles/"``
   and bare-slug relative entry links) and ``/feed-rss1.rdf`` (RSS 1.0/RDF): the ``feed_items``
   (default 20) newest articles by publication date.  ``pubDate``/``published`` never move; Atom
-  ``<updated>`` is the article's Last-Modified.
+  ``<updated>`` is the article's Last-Modified.  The Atom feed also names every deleted article
+  (404 or 410) in an RFC 6721 ``<at:deleted-entry ref="tag:localhost,2024:article:<i>"
+  when="...">`` (namespace ``http://purl.org/atompub/tombstones/1.0``, ``when`` the article's
+  Last-Modified once deleted) with its ``alternate`` link, newest ``when`` first.
 * ``/api/articles?per_page=N[&page=P]`` (``per_page`` 1-1000, default 20):
   ``{"items": [{"url", "title", "updated"}], "page", "per_page", "total"}`` with
   ``Link: <http://localhost:PORT/api/articles?page=P+1&per_page=N>; rel="next"`` on every page
-  but the last.
+  but the last.  With ``&include_deleted=1`` every article is listed, live or not, a deleted
+  one with ``"deleted": true`` (and the next links keep the parameter).
 * ``/api/articles-cursor?per_page=N[&cursor=C]``: ``{"data": {"items": [...]},
   "next_cursor": "C" | null}``; send ``next_cursor`` back as ``cursor``.  Cursors are opaque
   (unpadded URL-safe base64 of ``from:<article index>``), so a walk resumed with an old cursor
@@ -181,7 +185,8 @@ the order served):
 * ``sitemaps``: ``{path, url, kind: "sitemapindex", children: [{path, url, gzip, lastmod,
   pages}], pages}`` for ``/sitemap.xml`` and ``{path, url, kind: "urlset", raw_gzip: true,
   pages}`` for ``/sitemaps/raw-gzip.xml``;
-* ``feeds``: ``{path, url, format: "rss" | "atom" | "rdf", pages}`` (newest first);
+* ``feeds``: ``{path, url, format: "rss" | "atom" | "rdf", pages, deleted}`` (newest first;
+  ``deleted``: the article paths the feed names in ``at:deleted-entry``, Atom only);
 * ``apis``: ``{path, url, next_mode: "link", items_path: "items", url_field: "url", walk,
   pages}`` and ``{path, url, next_mode: "cursor", items_path: "data.items", url_field: "url",
   cursor_field: "next_cursor", cursor_param: "cursor", cursors, walk, pages}``; ``path``/``url``

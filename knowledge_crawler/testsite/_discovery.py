@@ -5,8 +5,11 @@ states (which articles are deleted, how often each one changed).  Bodies are bui
 request and cached per snapshot generation, so a 5,000-article site starts as fast as before and
 a sitemap is rendered once per change of the site, not once per request.
 
-Only *live* articles (status 200) are listed anywhere; each is listed under its canonical URL,
-``http://localhost:PORT/articles/<slug>``, in article-index order (feeds: newest first).
+Only *live* articles (status 200) are listed as pages; each is listed under its canonical URL,
+``http://localhost:PORT/articles/<slug>``, in article-index order (feeds: newest first).  Two
+say which articles were deleted: the Atom feed (an RFC 6721 ``at:deleted-entry`` for each) and
+the JSON API asked with ``include_deleted=1`` (each deleted article an item with
+``"deleted": true``).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ MAX_PER_PAGE = 1000
 
 SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 ATOM_NS = "http://www.w3.org/2005/Atom"
+TOMBSTONES_NS = "http://purl.org/atompub/tombstones/1.0"
 XML = "application/xml"
 GZIP = "application/x-gzip"
 JSON = "application/json"
@@ -186,6 +190,10 @@ class Discovery:
             ("live",),
             lambda: [i for i in range(self.model.pages) if i not in snap.deleted],
         )
+
+    def deleted(self, snap: Snapshot) -> list[int]:
+        """The deleted articles, newest Last-Modified (the feed's ``when``) first."""
+        return sorted(snap.deleted, key=lambda i: (-self.item(snap, i).updated.timestamp(), i))
 
     def newest(self, snap: Snapshot) -> list[int]:
         """The feed's articles: the ``feed_items`` newest live articles, newest first."""
@@ -333,14 +341,18 @@ class Discovery:
         return self._cached(snap, ("rss",), build)
 
     def atom(self, snap: Snapshot) -> Resource:
-        """Atom 1.0; ``xml:base`` is ``/articles/`` and entry links are bare slugs."""
+        """Atom 1.0; ``xml:base`` is ``/articles/`` and entry links are bare slugs.  Each
+        deleted article follows as an ``at:deleted-entry`` (RFC 6721): ``ref`` its entry
+        id, ``when`` the time it was deleted (its Last-Modified then), and its link."""
 
         def build() -> Resource:
             items = self._feed_items(snap)
-            updated = max((it.updated for it in items), default=_EMPTY_FEED)
+            gone = [self.item(snap, i) for i in self.deleted(snap)]
+            updated = max((it.updated for it in (*items, *gone)), default=_EMPTY_FEED)
             rows = [
                 _DECL,
-                f'<feed xmlns="{ATOM_NS}" xml:base="{self.origin}/articles/">\n',
+                f'<feed xmlns="{ATOM_NS}" xmlns:at="{TOMBSTONES_NS}" '
+                f'xml:base="{self.origin}/articles/">\n',
                 "<id>tag:localhost,2024:localhost-journal</id>\n",
                 f"<title>{_SITE_NAME}</title>\n",
                 "<subtitle>Essays, guides and reviews.</subtitle>\n",
@@ -359,6 +371,13 @@ class Discovery:
                     f"<updated>{w3c(it.updated)}</updated>"
                     f"<author><name>{_x(a.author)}</name></author>"
                     f"<summary>{_x(a.summary)}</summary></entry>\n"
+                )
+            for it in gone:
+                rows.append(
+                    f'<at:deleted-entry ref="tag:localhost,2024:article:{it.i}" '
+                    f'when="{w3c(it.updated)}">'
+                    f'<link rel="alternate" type="text/html" href="{_x(arts[it.i].slug)}"/>'
+                    "<at:comment>Removed by the editors.</at:comment></at:deleted-entry>\n"
                 )
             rows.append("</feed>\n")
             return self._resource(snap, "".join(rows).encode(), ATOM)
@@ -430,34 +449,41 @@ class Discovery:
             raise BadParameter("cursor is not one this API handed out")
         return int(number)
 
-    def _api_item(self, snap: Snapshot, i: int) -> dict[str, str]:
+    def _api_item(self, snap: Snapshot, i: int) -> dict[str, Any]:
         it = self.item(snap, i)
-        return {"url": it.url, "title": it.title, "updated": w3c(it.updated)}
+        item: dict[str, Any] = {"url": it.url, "title": it.title, "updated": w3c(it.updated)}
+        if i in snap.deleted:
+            item["deleted"] = True
+        return item
 
-    def link_page_path(self, page: int, per_page: int) -> str:
+    def link_page_path(self, page: int, per_page: int, include_deleted: bool = False) -> str:
         """The path the ``Link: rel="next"`` header names for ``page`` (2 and later)."""
-        return f"/api/articles?page={page}&per_page={per_page}"
+        flag = "&include_deleted=1" if include_deleted else ""
+        return f"/api/articles?page={page}&per_page={per_page}{flag}"
 
-    def api_link_page(self, snap: Snapshot, page: int, per_page: int) -> Resource:
-        """Page ``page`` of ``/api/articles``; the next page is in a ``Link`` header."""
+    def api_link_page(
+        self, snap: Snapshot, page: int, per_page: int, include_deleted: bool = False
+    ) -> Resource:
+        """Page ``page`` of ``/api/articles``; the next page is in a ``Link`` header.  With
+        ``include_deleted``, every article is listed, a deleted one as ``"deleted": true``."""
 
         def build() -> Resource:
-            live = self.live(snap)
+            listed = list(range(self.model.pages)) if include_deleted else self.live(snap)
             start = (page - 1) * per_page
-            ids = live[start : start + per_page]
+            ids = listed[start : start + per_page]
             data: dict[str, Any] = {
                 "items": [self._api_item(snap, i) for i in ids],
                 "page": page,
                 "per_page": per_page,
-                "total": len(live),
+                "total": len(listed),
             }
             headers = {"Cache-Control": "no-cache"}
-            if start + per_page < len(live):
-                nxt = self.origin + self.link_page_path(page + 1, per_page)
+            if start + per_page < len(listed):
+                nxt = self.origin + self.link_page_path(page + 1, per_page, include_deleted)
                 headers["Link"] = f'<{nxt}>; rel="next"'
             return self._resource(snap, _json(data), JSON, headers=headers)
 
-        return self._cached(snap, ("api-link", page, per_page), build)
+        return self._cached(snap, ("api-link", page, per_page, include_deleted), build)
 
     def _cursor_slice(
         self, snap: Snapshot, start: int, per_page: int
@@ -501,8 +527,15 @@ class Discovery:
                 }
             )
         feed_paths = [arts[i].path for i in self.newest(snap)]
+        deleted_paths = [arts[i].path for i in self.deleted(snap)]
         feeds = [
-            {"path": path, "url": self.origin + path, "format": fmt, "pages": feed_paths}
+            {
+                "path": path,
+                "url": self.origin + path,
+                "format": fmt,
+                "pages": feed_paths,
+                "deleted": deleted_paths if fmt == "atom" else [],
+            }
             for path, fmt in (
                 ("/feed.rss", "rss"),
                 ("/feed.atom", "atom"),

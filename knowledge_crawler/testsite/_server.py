@@ -467,7 +467,8 @@ class SiteApp:
     def _route_api_link(self, req: Request, match: re.Match[str]) -> Reply:
         d = self.discovery
         per_page, page = d.per_page(req.arg("per_page")), d.page_number(req.arg("page"))
-        return self._resource(d.api_link_page(self.snapshot(), page, per_page))
+        include_deleted = (req.arg("include_deleted", "") or "").lower() in ("1", "true", "yes")
+        return self._resource(d.api_link_page(self.snapshot(), page, per_page, include_deleted))
 
     def _route_api_cursor(self, req: Request, match: re.Match[str]) -> Reply:
         d = self.discovery

@@ -114,7 +114,12 @@ def test_a_tombstoned_page_that_answers_again_is_restored(store: Store, clock: C
     history_of_edits(store, clock)
     store.write([rec(3, at="2026-01-06T00:00:00.000000Z")])  # the same content, back
     tail = kinds(list(store.changes(T3)))
-    assert tail == [("new", T4, "p4"), ("restored", "2026-01-06T00:00:00.000000Z", "p3")]
+    # the tombstone stays listed once the page is back
+    assert tail == [
+        ("tombstoned", T3, "p3"),
+        ("new", T4, "p4"),
+        ("restored", "2026-01-06T00:00:00.000000Z", "p3"),
+    ]
 
 
 def test_a_page_changing_twice_in_one_batch_gives_two_entries(store: Store, clock: Clock) -> None:

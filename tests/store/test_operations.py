@@ -131,7 +131,7 @@ def test_depth_keeps_the_shortest_path_and_interval_the_last_known(store: Store)
     assert row["depth"] == 1 and row["check_interval"] == 60
 
 
-def test_known_pages_most_overdue_first_without_tombstones(store: Store) -> None:
+def test_known_pages_most_overdue_first_tombstones_included(store: Store) -> None:
     store.write(
         [
             rec(1, next_check_at=T2, etag='"e1"'),
@@ -144,8 +144,10 @@ def test_known_pages_most_overdue_first_without_tombstones(store: Store) -> None
         "UPDATE page_meta SET status = 'tombstoned' WHERE canonical_url LIKE '%p4'"
     )
     known = list(store.known_pages(["s"]))
-    assert [k.canonical_url.rsplit("/", 1)[1] for k in known] == ["p3", "p2", "p1"]
-    assert known[2].etag == '"e1"' and known[2].content_hash
+    # a tombstoned page is known too: it is checked again when due, and may come back
+    assert [k.canonical_url.rsplit("/", 1)[1] for k in known] == ["p3", "p2", "p4", "p1"]
+    assert known[2].status == "tombstoned" and known[1].status == "active"
+    assert known[3].etag == '"e1"' and known[3].content_hash
     assert list(store.known_pages(["other"])) == [] and list(store.known_pages([])) == []
 
 

@@ -111,10 +111,16 @@ def test_a_stored_page_that_redirects_is_tombstoned_with_its_target_and_content_
     assert states(store)[P1]["state"] == "redirected"
     assert store.frontier(["s"]) == []
 
-    # it answers again as a page: active, the redirect gone
-    store.write([rec(1)])
+    # it answers again as a page: active, the redirect gone; both moves are events
+    store.write([rec(1, at=T2)])
     [row] = rows(store, "SELECT * FROM pages WHERE canonical_url = ?", P1)
     assert (row["status"], row["redirect_to"]) == ("active", None)
+    events = rows(store, "SELECT event, reason, http_status, at FROM page_events ORDER BY id")
+    assert [(e["event"], e["http_status"], e["at"]) for e in events] == [
+        ("tombstoned", 301, T1),
+        ("restored", 200, T2),
+    ]
+    assert events[0]["reason"] == f"redirected (301) to {moved}"
 
 
 def test_a_url_never_stored_that_redirects_is_recorded_in_the_frontier(store: Store) -> None:

@@ -19,6 +19,7 @@ from knowledge_crawler.sync.deletion import (
     evidence_bound,
     evidence_from_json,
     evidence_to_json,
+    next_check,
     on_response,
 )
 from knowledge_crawler.sync.policy import iso_utc
@@ -474,3 +475,62 @@ def test_defaults_tombstone_exactly_when_the_rule_says(
         )
         assert transition.created_tombstone == should
         page = transition.page
+
+
+# -- when to check a missing page next ---------------------------------------------------
+
+BOUNDS = {"min_interval": HOUR, "max_interval": 7 * DAY}
+
+
+def test_a_first_404_brings_the_next_check_forward_to_min_interval() -> None:
+    first = on_response(PageStatus(), 404, T0, missing_after=2, missing_window=DAY)
+    assert next_check(first, T0, missing_window=DAY, **BOUNDS) == at(HOUR)
+
+
+def test_a_page_still_suspected_is_checked_when_its_window_can_close() -> None:
+    second = on_response(SUSPECT, 404, T0 + HOUR, missing_after=2, missing_window=DAY)
+    assert second.new_status == SUSPECTED_MISSING
+    assert next_check(second, T0 + HOUR, missing_window=DAY, **BOUNDS) == at(DAY)
+    # the window is over but the count is short: soon again (min_interval)
+    short = on_response(SUSPECT, 404, T0 + 2 * DAY, missing_after=3, missing_window=DAY)
+    assert next_check(short, T0 + 2 * DAY, missing_window=DAY, **BOUNDS) == at(2 * DAY + HOUR)
+    # never beyond max_interval
+    long = on_response(SUSPECT, 404, T0 + HOUR, missing_after=2, missing_window=30 * DAY)
+    assert next_check(long, T0 + HOUR, missing_window=30 * DAY, **BOUNDS) == at(HOUR + 7 * DAY)
+
+
+def test_a_tombstoned_page_is_checked_at_max_interval_and_an_active_one_is_not_ours() -> None:
+    gone = on_response(PageStatus(), 410, T0, missing_after=2, missing_window=DAY)
+    assert next_check(gone, T0, missing_window=DAY, **BOUNDS) == at(7 * DAY)
+    still = on_response(TOMB, 404, T0 + 9 * DAY, missing_after=2, missing_window=DAY)
+    assert next_check(still, T0 + 9 * DAY, missing_window=DAY, **BOUNDS) == at(16 * DAY)
+    back = on_response(TOMB, 200, T0, missing_after=2, missing_window=DAY)
+    assert next_check(back, T0, missing_window=DAY, **BOUNDS) is None
+
+
+# -- authoritative deletion signals ------------------------------------------------------
+
+FEED_SIGNAL = "atom:deleted-entry in https://example.com/feed.atom (when 2026-01-01T00:00:00Z)"
+
+
+def test_a_deletion_signal_tombstones_at_once_with_itself_as_evidence() -> None:
+    t = on_response(PageStatus(), None, T0, missing_after=3, missing_window=DAY, signal=FEED_SIGNAL)
+    assert (t.new_status, t.created_tombstone) == (TOMBSTONED, True)
+    assert t.reason == f"deleted ({FEED_SIGNAL})"
+    assert t.evidence == (Evidence(None, at(timedelta(0)), FEED_SIGNAL),)
+    assert evidence_from_json(evidence_to_json(t.evidence)) == t.evidence
+    assert '"signal"' in evidence_to_json(t.evidence)
+    # a suspected page keeps its 404s as evidence too; a tombstone keeps its first verdict
+    t = on_response(SUSPECT, None, T0 + HOUR, missing_after=3, missing_window=DAY, signal="x")
+    assert t.new_status == TOMBSTONED and [e.status for e in t.evidence] == [404, None]
+    t = on_response(TOMB, None, T0 + 3 * DAY, missing_after=2, missing_window=DAY, signal="x")
+    assert t.reason == TOMB.reason and not t.created_tombstone
+    # still, an answer from the page itself says it is there
+    back = on_response(t.page, 200, T0 + 4 * DAY, missing_after=2, missing_window=DAY)
+    assert back.new_status == ACTIVE
+
+
+def test_evidence_without_a_status_needs_its_signal() -> None:
+    assert evidence_from_json(
+        '[{"status":null,"at":"t"},{"status":null,"at":"t","signal":"s"}]'
+    ) == (Evidence(None, "t", "s"),)

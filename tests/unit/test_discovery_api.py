@@ -296,3 +296,45 @@ def test_any_bytes_give_a_page_or_an_api_error(body: bytes) -> None:
     except ApiError:
         return
     assert all(u.startswith(("http://", "https://")) for u in result.urls)
+
+
+# -- deleted items --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flag", "deleted"),
+    [
+        (True, True),
+        (1, True),
+        ("true", True),
+        ("yes", True),
+        (False, False),
+        (0, False),
+        ("false", False),
+        (None, False),
+        ("", False),
+        ({"at": "x"}, False),
+    ],
+)
+def test_an_item_flagged_deleted_names_a_deleted_page_not_a_page(flag: Any, deleted: bool) -> None:
+    body = {"items": [{"url": "/a", "meta": {"deleted": flag}}, {"url": "/b"}]}
+    raw = json.dumps(body).encode()
+    got = parse_api_page(
+        raw,
+        items_path="items",
+        url_field="url",
+        next_mode="link",
+        cursor_field=None,
+        link_header=None,
+        page_url=PAGE,
+        cursor_param="cursor",
+        deleted_field="meta.deleted",
+    )
+    a, b = "https://api.example.com/a", "https://api.example.com/b"
+    assert got.deleted == ([a] if deleted else [])
+    assert got.urls == ([b] if deleted else [a, b])
+
+
+def test_without_a_deleted_field_nothing_is_deleted() -> None:
+    got = page({"items": [{"url": "/a", "deleted": True}]})
+    assert got.urls == ["https://api.example.com/a"] and got.deleted == []

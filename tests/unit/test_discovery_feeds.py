@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from knowledge_crawler.discovery.candidates import Candidate, NotAFeed
+from knowledge_crawler.discovery.candidates import Candidate, Deletion, NotAFeed
 from knowledge_crawler.discovery.feeds import parse_feed
 
 ATOM_NS = b'xmlns="http://www.w3.org/2005/Atom"'
@@ -343,6 +343,70 @@ def test_atom_entry_without_link_is_skipped() -> None:
     result = parse_feed(atom(b"<id>tag:example.com,2024:1</id>", b'<link href="https://e.com/"/>'))
     assert result.pages == ["https://e.com/"]
     assert result.skipped == 1
+
+
+# ---------------------------------------------------------------- deleted entries (RFC 6721)
+
+TOMBSTONES_NS = b'xmlns:at="http://purl.org/atompub/tombstones/1.0"'
+
+
+def atom_with_deletions(*parts: bytes) -> bytes:
+    return (
+        b'<?xml version="1.0" encoding="utf-8"?>\n<feed '
+        + ATOM_NS
+        + b" "
+        + TOMBSTONES_NS
+        + b' xml:base="https://example.com/posts/"><title>Atom blog</title><id>urn:x</id>'
+        + b"".join(parts)
+        + b"</feed>"
+    )
+
+
+def test_atom_deleted_entries_name_the_pages_deleted_and_when() -> None:
+    body = atom_with_deletions(
+        b"<entry><link href='kept'/><updated>2024-05-01T00:00:00Z</updated></entry>",
+        # the page by its alternate link (relative to xml:base), with a comment and who
+        b'<at:deleted-entry ref="tag:example.com,2024:1" when="2024-05-02T10:00:00+02:00">'
+        b"<at:by><name>Ed</name></at:by><at:comment>Retracted</at:comment>"
+        b'<link rel="alternate" type="text/html" href="gone-1"/></at:deleted-entry>',
+        # no link: a ref that is an http(s) URL names the page itself
+        b'<at:deleted-entry ref="https://example.com/posts/gone-2" when="2024-05-03"/>',
+        # a tag: ref and no link: nothing says which page it was
+        b'<at:deleted-entry ref="tag:example.com,2024:3" when="2024-05-03T00:00:00Z"/>',
+    )
+    result = parse_feed(body)
+    assert result.pages == ["https://example.com/posts/kept"]
+    assert result.deleted == (
+        Deletion(
+            "https://example.com/posts/gone-1", "2024-05-02T08:00:00Z", "tag:example.com,2024:1"
+        ),
+        Deletion(
+            "https://example.com/posts/gone-2",
+            "2024-05-03T00:00:00Z",
+            "https://example.com/posts/gone-2",
+        ),
+    )
+    assert result.skipped == 1  # the deleted entry that names no page
+
+
+def test_an_entry_updated_after_its_deletion_is_back() -> None:
+    """RFC 6721 section 3: an entry and a deleted entry for it: the later one holds."""
+    body = atom_with_deletions(
+        b"<entry><link href='back'/><updated>2024-06-01T00:00:00Z</updated></entry>",
+        b'<at:deleted-entry ref="x" when="2024-05-01T00:00:00Z">'
+        b'<link href="back"/></at:deleted-entry>',
+        b"<entry><link href='old'/><updated>2024-04-01T00:00:00Z</updated></entry>",
+        b'<at:deleted-entry ref="y" when="2024-05-01T00:00:00Z">'
+        b'<link href="old"/></at:deleted-entry>',
+    )
+    result = parse_feed(body)
+    assert result.pages == ["https://example.com/posts/back"]
+    assert [d.url for d in result.deleted] == ["https://example.com/posts/old"]
+
+
+def test_rss_has_no_deletions_and_a_deleted_entry_outside_atom_is_ignored() -> None:
+    body = rss(b"<link>https://example.com/a</link>")
+    assert parse_feed(body).deleted == ()
 
 
 # ---------------------------------------------------------------- broken and hostile

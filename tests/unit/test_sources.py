@@ -146,6 +146,7 @@ ERROR_CASES: list[tuple[str, str, str | None, str | None, str]] = [
     ("api bad next", api("next = 'page'\n"), "blog", "api.next", "'cursor'"),
     ("api cursor w/o field", api("next = 'cursor'\n"), "blog", "api.cursor_field", "needs"),
     ("api field w/o cursor", api("cursor_field = 'c'\n"), "blog", "api.cursor_field", "next"),
+    ("api deleted empty", api("deleted_field = ''\n"), "blog", "api.deleted_field", "empty"),
     ("defaults bad value", defaults('depth_limit = "x"\n'), "[defaults]", DEPTH, "integer"),
     ("defaults with id", defaults('id = "x"\n'), "[defaults]", "id", "not allowed"),
     ("defaults unknown", defaults("render_mode = 'http'\n"), "[defaults]", "render_mode", "render"),
@@ -315,6 +316,7 @@ def test_every_key_parses(tmp_path: Path) -> None:
             'next = "cursor"\n'
             'cursor_field = "meta.next"\n'
             'cursor_param = "after"\n'
+            'deleted_field = "meta.deleted"\n'
         )
     )
     [s] = load_sources(write(tmp_path, body))
@@ -343,6 +345,7 @@ def test_every_key_parses(tmp_path: Path) -> None:
         next="cursor",
         cursor_field="meta.next",
         cursor_param="after",
+        deleted_field="meta.deleted",
     )
 
 
@@ -351,6 +354,7 @@ def test_api_defaults(tmp_path: Path) -> None:
     assert s.api == ApiConfig(url="https://api.example.com/")
     assert (s.api.items_path, s.api.url_field, s.api.next) == ("items", "url", "link")
     assert (s.api.cursor_field, s.api.cursor_param) == (None, "cursor")
+    assert s.api.deleted_field is None
 
 
 @pytest.mark.parametrize(

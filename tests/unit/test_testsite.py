@@ -726,6 +726,33 @@ def test_feeds_list_the_newest_articles(chunked: TestSite) -> None:
     assert [w3c_date(i["date"]) for i in rdf] == [published[u] for u in newest]
 
 
+def test_the_atom_feed_and_the_api_say_which_articles_were_deleted(chunked: TestSite) -> None:
+    from knowledge_crawler.discovery.feeds import parse_feed
+
+    site = chunked
+    assert parse_feed(site.fetch("/feed.atom").body).deleted == ()
+    site.delete(2)
+    site.delete(7, gone=True)
+    feed = parse_feed(site.fetch("/feed.atom").body, base_url=site.url + "feed.atom")
+    refs = {d.url: d.ref for d in feed.deleted}
+    assert refs == {site.article_url(i): f"tag:localhost,2024:article:{i}" for i in (2, 7)}
+    whens = [d.at or "" for d in feed.deleted]
+    assert whens == sorted(whens, reverse=True)  # newest first
+    for d in feed.deleted:  # when: the Last-Modified it had once deleted
+        assert d.url not in feed.pages and d.at is not None
+    [atom] = [f for f in site.manifest()["discovery"]["feeds"] if f["format"] == "atom"]
+    assert [site.url.rstrip("/") + p for p in atom["deleted"]] == [d.url for d in feed.deleted]
+    live = json.loads(site.fetch("/api/articles?per_page=1000").body)["items"]
+    assert len(live) == 43 and not any("deleted" in i for i in live)
+    first = json.loads(site.fetch("/api/articles?per_page=5&include_deleted=1").body)
+    items = first["items"]
+    assert [i["url"] for i in items] == [site.article_url(i) for i in range(5)]
+    assert [i.get("deleted", False) for i in items] == [False, False, True, False, False]
+    assert first["total"] == 45
+    headers = site.fetch("/api/articles?per_page=5&include_deleted=1").headers
+    assert headers["Link"].endswith('page=2&per_page=5&include_deleted=1>; rel="next"')
+
+
 @pytest.mark.parametrize("per_page", [7, 10, 50, 1000])
 def test_api_pagination_reaches_every_article_once(
     site: TestSite, manifest: dict[str, Any], per_page: int
