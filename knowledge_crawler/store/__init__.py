@@ -27,6 +27,7 @@ from knowledge_crawler.store.base import (
     record_dict,
     utc_now,
 )
+from knowledge_crawler.store.leases import Lease, LeaseHolder, LeaseKeeper
 
 __all__ = [
     "HEAD_COUNTERS",
@@ -41,6 +42,9 @@ __all__ = [
     "FetchFailure",
     "FrontierAdd",
     "KnownPage",
+    "Lease",
+    "LeaseHolder",
+    "LeaseKeeper",
     "Operation",
     "PageRecord",
     "PassageRecord",

@@ -449,6 +449,27 @@ _PAGE_EXTRA: tuple[str, ...] = (
     ),
 )
 
+# Writer leases (F-STATE): one writer at a time per source. A row per (source, process)
+# holding it: the holder (the process, or the shared crawl it is one process of), the
+# process (token, host, pid), its run, and when it was taken, renewed and expires.
+_LEASES: tuple[str, ...] = (
+    """
+CREATE TABLE leases (
+    source_id    TEXT NOT NULL,
+    token        TEXT NOT NULL,
+    holder       TEXT NOT NULL,
+    host         TEXT NOT NULL,
+    pid          INTEGER NOT NULL,
+    run_id       INTEGER,
+    command      TEXT NOT NULL,
+    acquired_at  TEXT NOT NULL,
+    heartbeat_at TEXT NOT NULL,
+    expires_at   TEXT NOT NULL,
+    PRIMARY KEY (source_id, token)
+)
+""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "0001_pages_runs_quarantine",
@@ -484,6 +505,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0008_archive", _ARCHIVE),
     Migration("0009_change_feed_indexes", _CHANGE_FEED_INDEXES),
     Migration("0010_page_extra", _PAGE_EXTRA),
+    Migration("0013_leases", _LEASES),
 )
 
 
