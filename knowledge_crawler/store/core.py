@@ -59,6 +59,9 @@ from knowledge_crawler.store.base import (
 from knowledge_crawler.store.dialect import Dialect, PageWrites, Params, Reader, Row
 from knowledge_crawler.store.leases import Lease, LeaseHolder, expiry
 
+#: why a duplicate update was not applied: it was decided with a record left out as stale
+STORED_SINCE_READ = "its page was stored anew since it was read"
+
 __all__ = ["SqlStore", "claims", "page_params", "passage_rows", "record_json", "storable"]
 
 Key = tuple[str, str]
@@ -293,6 +296,8 @@ class SqlStore(Store):
                 self._settle([rec for rec in loaded if not rec.reextracted])  # fetched ones
             elif kind is DuplicateUpdate:
                 updates = cast("list[DuplicateUpdate]", ops)
+                if result.stale:
+                    updates = self._not_about_stale(updates, result)
                 self._apply_updates(updates, result, isolate=bad is not None)
             elif kind is Touch:
                 touches = cast("list[Touch]", ops)
@@ -418,6 +423,21 @@ class SqlStore(Store):
                 kept.append(rec)
             else:
                 result.stale.append(rec.key)
+        return kept
+
+    @staticmethod
+    def _not_about_stale(
+        updates: Sequence[DuplicateUpdate], result: UpsertResult
+    ) -> list[DuplicateUpdate]:
+        """The updates that neither decide about a page left out as stale nor name one as
+        representative (they were decided from the text that was not written)."""
+        stale = set(result.stale)
+        kept: list[DuplicateUpdate] = []
+        for update in updates:
+            if update.key in stale or update.duplicate_of in stale:
+                result.dropped_updates.append((update, STORED_SINCE_READ))
+            else:
+                kept.append(update)
         return kept
 
     def _priors(self, keys: Sequence[Key]) -> dict[Key, tuple[Any, ...]]:

@@ -119,7 +119,12 @@ def test_only_one_of_several_writers_racing_for_a_source_takes_it(store: Store) 
             start = threading.Barrier(writers)
             won: list[int] = []
 
-            def take(i: int, source: str = source, start: threading.Barrier = start) -> None:
+            def take(
+                i: int,
+                source: str = source,
+                start: threading.Barrier = start,
+                won: list[int] = won,
+            ) -> None:
                 start.wait()
                 if not stores[i].acquire_leases([source], holder(f"w{i}", pid=i + 1), ttl=60):
                     won.append(i)
