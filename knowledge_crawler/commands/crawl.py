@@ -104,12 +104,21 @@ class Command(ScrapyCrawlCommand):
             self.exitcode = 1
             return
         stats = crawler.stats.get_stats() if crawler.stats is not None else {}
+        if "kc/outcome" not in stats and stats.get("kc/lease/waiting"):
+            # Ctrl-C or SIGTERM stopped Scrapy while the crawl waited for its lease
+            stats["kc/outcome"] = "interrupted"
         outcome = str(stats.get("kc/outcome", "failed"))
         self.exitcode = EXIT_STATUS.get(outcome, 1)
         if outcome == "failed":
             print(f"scrapy crawl {args[0]}: error: {failure_reason(stats)}", file=sys.stderr)
         elif outcome == "refused":
             print(f"scrapy crawl {args[0]}: error: {stats['kc/lease/refused']}", file=sys.stderr)
+        elif outcome == "interrupted" and "kc/run_id" not in stats:
+            print(
+                f"scrapy crawl {args[0]}: interrupted before it started (waiting for the writer "
+                "lease); nothing was written",
+                file=sys.stderr,
+            )
         elif outcome == "interrupted":
             print(f"scrapy crawl {args[0]}: interrupted; the run is recorded", file=sys.stderr)
 

@@ -295,6 +295,7 @@ class Runtime:
         #: the crawl's writer lease on its sources, once taken (:meth:`hold_lease`)
         self.lease: LeaseKeeper | None = None
         self._lease_taken: asyncio.Future[bool] | None = None
+        self._stopped_waiting = False
         try:
             check_signatures(self.store, self._minhash)
         except ConfigError:
@@ -412,6 +413,10 @@ class Runtime:
                 return False
             if not blocking:
                 break
+            if not self.crawler.crawling:  # Ctrl-C or SIGTERM while it waited
+                self._stopped_waiting = True
+                logger.info("stopped while waiting for the writer lease: nothing was written")
+                return False
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 message = refusal(blocking)
@@ -422,6 +427,7 @@ class Runtime:
                 return False
             if not told:
                 told = True
+                stats.set_value("kc/lease/waiting", refusal(blocking))
                 logger.warning(
                     "waiting up to %.0f s for the writer lease: %s",
                     remaining,
@@ -438,6 +444,8 @@ class Runtime:
     def not_held_reason(self) -> str:
         """The close reason of a crawl that could not take its lease (see :meth:`hold_lease`)."""
         assert self.crawler.stats is not None
+        if self._stopped_waiting:
+            return "shutdown"  # interrupted
         return LEASE_HELD if self.crawler.stats.get_value("kc/lease/refused") else STORE_FAILED
 
     def check_lease(self) -> None:

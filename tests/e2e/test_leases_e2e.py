@@ -121,14 +121,18 @@ def test_a_killed_holder_or_a_hung_one_whose_lease_expired_lets_the_next_crawl_r
     assert after_kill.returncode == 0, after_kill.stderr[-2000:]
 
     # Hung (stopped: alive, no heartbeat): its lease lasts its time to live, then expires.
+    # Its requests hang too, so that it is stopped between two transactions, not in one.
     site.reset()
-    hung = start(crawl(site, *SLOW, "-s", "KC_LEASE_TTL_SECONDS=3"), db, tmp_path / "hung.log")
+    site.slow("/", 30)
+    hung = start(crawl(site, *SLOW, "-s", "KC_LEASE_TTL_SECONDS=8"), db, tmp_path / "hung.log")
     try:
         deadline = time.monotonic() + 60
         while not [r for r in runs(db) if r["pid"] == hung.pid]:
             assert hung.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
+        time.sleep(0.5)  # the lease renewed with the run's id
         hung.send_signal(signal.SIGSTOP)
+        site.slow("/", 0)
         [lease] = query(f"sqlite:///{db}", "SELECT * FROM leases")
         assert lease["pid"] == hung.pid
         quick = subprocess.run(
@@ -146,3 +150,32 @@ def test_a_killed_holder_or_a_hung_one_whose_lease_expired_lets_the_next_crawl_r
     assert patient.returncode == 0, patient.stderr[-2000:]
     last = runs(db)[-1]
     assert last["outcome"] == "finished" and last["started_at"] >= lease["expires_at"]
+
+
+def test_ctrl_c_while_waiting_for_the_lease_stops_the_crawl_with_nothing_written(
+    site: TestSite, tmp_path: Path
+) -> None:
+    from knowledge_crawler.store import LeaseHolder, open_store
+
+    db = tmp_path / "k.db"
+    other = LeaseHolder("elsewhere:9:x", "elsewhere:9:x", "elsewhere", 9, "reextract")
+    with open_store(f"sqlite:///{db}") as store:
+        assert store.acquire_leases([source_id(site)], other, ttl=300) == []
+    log = tmp_path / "waiting.log"
+    waiting = start(crawl(site, *FAST, "-s", "KC_LEASE_WAIT_SECONDS=300"), db, log)
+    try:
+        deadline = time.monotonic() + 60
+        while "waiting up to" not in log.read_text("utf-8", "replace"):
+            assert waiting.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        waiting.send_signal(signal.SIGINT)
+        assert waiting.wait(timeout=30) == 130, log.read_text()[-2000:]
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+    assert log.read_text().splitlines()[-1] == (
+        "scrapy crawl knowledge: interrupted before it started (waiting for the writer lease); "
+        "nothing was written"
+    )
+    assert runs(db) == [] and stored_rows(db) == 0
+    assert [r["token"] for r in query(f"sqlite:///{db}", "SELECT * FROM leases")] == [other.token]
