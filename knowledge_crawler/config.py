@@ -41,6 +41,13 @@ class KcConfig:
     store_busy_timeout: float = 10.0
     #: how long a batch is retried after transient database errors before the crawl stops (s)
     store_retry_seconds: float = 60.0
+    #: a writer's lease on a source (one writer at a time per source, F-STATE) lasts this
+    #: long without a heartbeat (renewed every quarter of it): how long a writer killed on
+    #: another host keeps the others out (s)
+    lease_ttl_seconds: float = 60.0
+    #: how long a writer waits for another writer's lease on a source to be released or
+    #: expire before it gives up (exit 2); 0: give up at once (s)
+    lease_wait_seconds: float = 0.0
     #: seconds between progress lines; 0 turns them off
     progress_seconds: float = 10.0
     #: keep every fetched page response in gzip WARC files (the raw archive, F-ARCHIVE)
@@ -135,6 +142,7 @@ class KcConfig:
             "browser_pages",
             "browser_timeout_seconds",
             "browser_context_pages",
+            "lease_ttl_seconds",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{setting_name(name)} must be > 0, got {getattr(self, name)}")
@@ -158,6 +166,7 @@ class KcConfig:
         for name in (
             "store_busy_timeout",
             "store_retry_seconds",
+            "lease_wait_seconds",
             "progress_seconds",
             "malloc_trim_seconds",
         ):

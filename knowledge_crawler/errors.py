@@ -8,6 +8,7 @@ from __future__ import annotations
 __all__ = [
     "ConfigError",
     "KcError",
+    "LeaseHeldError",
     "SchemaMismatchError",
     "SeedsError",
     "StoreError",
@@ -51,6 +52,13 @@ class SeedsError(ConfigError):
             parts.append(f"key {key!r}")
         parts.append(message)
         super().__init__(": ".join(parts))
+
+
+class LeaseHeldError(KcError):
+    """Another writer holds the lease on a source this one would write (F-STATE).
+
+    ``str(err)`` is one line naming the holder: its command, run, pid and host.
+    """
 
 
 class StoreError(KcError):

@@ -25,6 +25,12 @@ pipelines:
   hash keeps the previous content as a version, as a crawl would; the page's fetch
   state (times, validators, status, schedule, retry state) is not touched.
 
+The caller holds the writer lease on the sources (``cli/reextract.py``): no crawl
+writes them meanwhile. Each record still carries the page's state as it was read
+(content hash and fetch time): one stored anew since then (by a writer that did not
+wait for the lease, or after a lease was lost) is not reverted but skipped and counted
+(``stale``), with the duplicate decisions about it.
+
 A page without an archive location is counted and skipped. A record that cannot be
 read (its file missing or unreadable, no record at its offset) or a page that cannot
 be re-extracted is counted as an error and left as it is stored; a missing file is
@@ -50,6 +56,7 @@ from knowledge_crawler.sources import Source
 from knowledge_crawler.store import (
     ArchivedPage,
     DuplicateUpdate,
+    LeaseKeeper,
     Operation,
     PageRecord,
     PassageRecord,
@@ -198,6 +205,8 @@ class Summary:
     errors: int = 0
     #: pages whose URL would now canonicalize to another identity (kept under their own)
     rekeyed: int = 0
+    #: pages stored anew since they were read (a crawl wrote them meanwhile): not written
+    stale: int = 0
     #: archive files that could not be read, with why (each named once)
     failed_files: dict[str, str] = field(default_factory=dict)
 
@@ -207,7 +216,7 @@ class Summary:
             f"{self.pages} pages: {self.read} read from the archive, {self.changed} changed, "
             f"{self.unchanged} unchanged, {self.missing_archive} without an archive record, "
             f"{self.errors} errors"
-        )
+        ) + (f", {self.stale} skipped: stored anew since they were read" if self.stale else "")
 
 
 class Reextractor:
@@ -223,8 +232,12 @@ class Reextractor:
         batch_size: int = 200,
         retry_seconds: float = 60.0,
         warn: Callable[[str], None] = lambda message: None,
+        lease: LeaseKeeper | None = None,
     ) -> None:
         self.store = store
+        #: the writer lease on the sources: checked before each batch (none is written
+        #: once it is lost)
+        self.lease = lease
         self.sources = dict(sources)
         self.archive = Path(archive)
         self.passage_words = passage_words
@@ -355,6 +368,7 @@ class Reextractor:
             archive_offset=page.archive_offset,
             reextracted=True,
             passages=rebuilt.passages,
+            read_state=(page.content_hash, page.fetched_at),  # written only if still so
         )
         return [record, *updates]
 
@@ -367,7 +381,10 @@ class Reextractor:
     def _write(self, batch: Sequence[Operation], summary: Summary) -> None:
         if not batch:
             return
+        if self.lease is not None:
+            self.lease.check()
         result = self._write_retrying(batch)
+        summary.stale += len(result.stale)
         summary.changed += len(result.changed) + len(result.inserted)
         summary.unchanged += len(result.unchanged)
         summary.errors += len(result.quarantined)

@@ -34,7 +34,17 @@ __all__ = ["reextract"]
     metavar="DIR",
     help="The archive folder; default KC_ARCHIVE_DIR, else archive/ beside the SQLite database.",
 )
-def reextract(database: str, seeds: str, source_id: str | None, archive: str) -> None:
+@click.option(
+    "--wait",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="SECONDS",
+    help="Wait up to this long for a crawl writing the sources to finish (default "
+    "KC_LEASE_WAIT_SECONDS, else 0: give up at once, exit 2).",
+)
+def reextract(
+    database: str, seeds: str, source_id: str | None, archive: str, wait: float | None
+) -> None:
     """Rebuild stored pages from their archived responses, with no network.
 
     For every stored page of the sources in --seeds (or only --source) that has
@@ -50,18 +60,26 @@ def reextract(database: str, seeds: str, source_id: str | None, archive: str) ->
     KC_ARCHIVE_ENABLED=false) are counted and skipped. A WARC file that is
     missing or unreadable is named once; its pages stay as stored and the rest
     go on. A progress bar goes to stderr, then one summary line to stdout.
-    Run it while no crawl writes the same sources. KC_PASSAGE_WORDS,
-    KC_STORE_BATCH_SIZE, KC_STORE_BUSY_TIMEOUT and KC_STORE_RETRY_SECONDS are
+
+    It holds the sources' writer lease while it runs, as a crawl does: while a
+    crawl, a refresh or another reextract writes one of them, it stops with one
+    line naming that writer (exit 2), or waits for it up to --wait seconds. A
+    page stored anew since it was read is not reverted: it is skipped and
+    counted. KC_PASSAGE_WORDS, KC_STORE_BATCH_SIZE, KC_STORE_BUSY_TIMEOUT,
+    KC_STORE_RETRY_SECONDS, KC_LEASE_TTL_SECONDS and KC_LEASE_WAIT_SECONDS are
     read from the environment.
 
     Exit status: 0 when every archived page was re-extracted, 1 when some could
-    not be (or the database could not be written), 2 on bad input.
+    not be (or the database could not be written), 2 on bad input or when
+    another writer holds a source.
     """
     from knowledge_crawler.archive.reextract import Reextractor
     from knowledge_crawler.archive.warc import archive_dir
     from knowledge_crawler.config import KcConfig
-    from knowledge_crawler.errors import ConfigError, StoreError
+    from knowledge_crawler.errors import ConfigError, LeaseHeldError, StoreError
     from knowledge_crawler.sources import resolve_seeds
+    from knowledge_crawler.store import Lease, LeaseHolder, LeaseKeeper
+    from knowledge_crawler.store.leases import refusal
 
     try:
         config = KcConfig.from_settings({k: v for k, v in os.environ.items() if k[:3] == "KC_"})
@@ -73,7 +91,27 @@ def reextract(database: str, seeds: str, source_id: str | None, archive: str) ->
     def warn(message: str) -> None:
         click.echo(f"{PROG}: warning: {message}", err=True)
 
-    with open_existing_store(database) as store:
+    patience = config.lease_wait_seconds if wait is None else wait
+
+    def waiting(blocking: list[Lease]) -> None:
+        warn(f"waiting up to {patience:.0f} s for the writer lease: {refusal(blocking)}")
+
+    with (
+        open_existing_store(database) as store,
+        LeaseKeeper(
+            store,
+            sorted(sources),
+            LeaseHolder.this_process("reextract"),
+            ttl=config.lease_ttl_seconds,
+        ) as lease,
+    ):
+        try:
+            lease.acquire(patience, waiting=waiting)
+        except LeaseHeldError as exc:
+            raise BadInput(f"{exc}; or wait for it with --wait SECONDS") from exc
+        except StoreError as exc:
+            click.echo(f"{PROG}: error: {exc}", err=True)
+            sys.exit(1)
         try:
             worker = Reextractor(
                 store,
@@ -83,6 +121,7 @@ def reextract(database: str, seeds: str, source_id: str | None, archive: str) ->
                 batch_size=config.store_batch_size,
                 retry_seconds=config.store_retry_seconds,
                 warn=warn,
+                lease=lease,
             )
             pages = worker.pages()
             archived = sum(p.archive_file is not None for p in pages)

@@ -102,6 +102,14 @@ def _configure_logging() -> None:
     help="A Scrapy setting for every crawl (repeatable), e.g. -s LOG_LEVEL=INFO.",
 )
 @click.option(
+    "--wait",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="SECONDS",
+    help="How long each crawl waits for another writer of its source (a manual crawl, "
+    "reextract) to finish; default 0: the run is refused (exit 2) and logged.",
+)
+@click.option(
     "--log-dir",
     type=click.Path(file_okay=False, path_type=Path),
     metavar="DIR",
@@ -127,6 +135,7 @@ def schedule(
     settings: tuple[str, ...],
     log_dir: Path | None,
     stop_timeout: float,
+    wait: float | None,
 ) -> None:
     """Run recurring refresh crawls of each source of SEEDS_FILE until stopped.
 
@@ -142,7 +151,9 @@ def schedule(
     scrapy.cfg), or with --scrapyd URL as scrapyd jobs (the seeds file must be
     readable by scrapyd at its absolute path). Each run logs one line when it
     starts and one when it ends, with its outcome and duration; a failed run
-    leaves the schedule going.
+    leaves the schedule going. Each crawl takes its source's writer lease: while
+    another writer (a manual crawl, reextract) holds it, the run is refused
+    (exit 2, logged with the holder) unless --wait gives it time to finish.
 
     \b
         knowledge-crawler schedule seeds/blog.toml
@@ -174,6 +185,8 @@ def schedule(
         if not equals or not name.strip():
             raise BadInput(f"-s {setting!r}: expected NAME=VALUE")
     crawl_settings = list(settings)
+    if wait is not None:
+        crawl_settings.append(f"KC_LEASE_WAIT_SECONDS={wait:g}")
     if database:
         crawl_settings.append(f"KC_DATABASE_URL={_absolute_database(database)}")
 

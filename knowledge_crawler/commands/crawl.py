@@ -8,11 +8,15 @@ For the ``knowledge`` spider and every per-site spider derived from it:
   folder that cannot be created, prints one line naming what is wrong (file,
   source, key; spider and attribute; path and reason) and exits with status 2,
   before any request;
+* another writer holding the lease on one of its sources (a crawl, a refresh,
+  ``reextract``; F-STATE) prints one line naming the holder and exits with status 2,
+  before any request and without recording a run; with ``-s
+  KC_LEASE_WAIT_SECONDS=N`` the crawl waits up to N seconds for the lease first;
 * the exit status follows the run's recorded outcome (``kc/outcome``):
   0 ``finished``; 1 ``failed`` (none of the start URLs could be fetched, the
-  database could not be written, or the dedupe state's temporary file failed),
-  with one line saying why; 130 ``interrupted``
-  (Ctrl-C or SIGTERM).
+  database could not be written, the crawl lost its writer lease, or the dedupe
+  state's temporary file failed), with one line saying why; 130 ``interrupted``
+  (Ctrl-C or SIGTERM); 2 ``refused`` (the lease was taken by another writer first).
 
 Other spiders run as with Scrapy's own command.
 """
@@ -28,13 +32,13 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.spiderloader import get_spider_loader
 
 from knowledge_crawler.crawl.chromium import check_browser
-from knowledge_crawler.crawl.runtime import check_database
+from knowledge_crawler.crawl.runtime import check_database, check_lease
 from knowledge_crawler.crawl.stage_pool import start_forkserver, worker_count
-from knowledge_crawler.errors import ConfigError
+from knowledge_crawler.errors import ConfigError, LeaseHeldError
 from knowledge_crawler.pipelines.archive import check_archive
 from knowledge_crawler.spiders.knowledge import KnowledgeSpider, check_arguments
 
-EXIT_STATUS = {"finished": 0, "failed": 1, "interrupted": 130}
+EXIT_STATUS = {"finished": 0, "failed": 1, "interrupted": 130, "refused": 2}
 
 
 def failure_reason(stats: Mapping[str, Any]) -> str:
@@ -43,6 +47,8 @@ def failure_reason(stats: Mapping[str, Any]) -> str:
         return str(stats.get("kc/store/error") or "the database could not be written")
     if stats.get("kc/dedupe/state_failed"):
         return str(stats.get("kc/dedupe/error") or "the dedupe state file failed")
+    if stats.get("kc/lease/lost"):
+        return str(stats["kc/lease/lost"])
     requested = int(stats.get("kc/start/requested", 0))
     errors = {
         key.removeprefix("kc/fetch/error/"): int(value)
@@ -69,13 +75,14 @@ class Command(ScrapyCrawlCommand):
             spider.check_spider_class()
             sources = check_arguments(dict(opts.spargs))
             check_database(self.settings)
+            check_lease(self.settings, sources, spider.name, opts.spargs.get("mode", "crawl"))
             check_archive(self.settings)
             check_browser(sources, self.settings)
             if self.settings.get("KC_REDIS_URL"):  # scrapy-redis only for a shared crawl
                 from knowledge_crawler.crawl.frontier import check_redis
 
                 check_redis(self.settings)
-        except ConfigError as exc:
+        except (ConfigError, LeaseHeldError) as exc:
             print(f"scrapy crawl {args[0]}: error: {exc}", file=sys.stderr)
             sys.exit(2)
         if opts.spargs.get("mode", "crawl") == "crawl" and worker_count(
@@ -97,10 +104,21 @@ class Command(ScrapyCrawlCommand):
             self.exitcode = 1
             return
         stats = crawler.stats.get_stats() if crawler.stats is not None else {}
+        if "kc/outcome" not in stats and stats.get("kc/lease/waiting"):
+            # Ctrl-C or SIGTERM stopped Scrapy while the crawl waited for its lease
+            stats["kc/outcome"] = "interrupted"
         outcome = str(stats.get("kc/outcome", "failed"))
         self.exitcode = EXIT_STATUS.get(outcome, 1)
         if outcome == "failed":
             print(f"scrapy crawl {args[0]}: error: {failure_reason(stats)}", file=sys.stderr)
+        elif outcome == "refused":
+            print(f"scrapy crawl {args[0]}: error: {stats['kc/lease/refused']}", file=sys.stderr)
+        elif outcome == "interrupted" and "kc/run_id" not in stats:
+            print(
+                f"scrapy crawl {args[0]}: interrupted before it started (waiting for the writer "
+                "lease); nothing was written",
+                file=sys.stderr,
+            )
         elif outcome == "interrupted":
             print(f"scrapy crawl {args[0]}: interrupted; the run is recorded", file=sys.stderr)
 

@@ -32,21 +32,36 @@ from scrapy.exceptions import CloseSpider
 from scrapy.linkextractors import IGNORED_EXTENSIONS
 from scrapy.settings import BaseSettings
 
-from knowledge_crawler.config import KcConfig
+from knowledge_crawler.config import KcConfig, display_url
 from knowledge_crawler.crawl.stage_pool import StagePool
-from knowledge_crawler.errors import ConfigError, StoreError, TransientStoreError
+from knowledge_crawler.errors import ConfigError, LeaseHeldError, StoreError, TransientStoreError
 from knowledge_crawler.sources import Source
-from knowledge_crawler.store import HEAD_COUNTERS, FetchFailure, KnownPage, Store, open_store
+from knowledge_crawler.store import (
+    HEAD_COUNTERS,
+    FetchFailure,
+    KnownPage,
+    Lease,
+    LeaseHolder,
+    LeaseKeeper,
+    Store,
+    open_store,
+    utc_now,
+)
+from knowledge_crawler.store.leases import holder_gone, pid_alive, refusal
 from knowledge_crawler.sync.retry import AttemptState
 from knowledge_crawler.transform.minhash import MinHashParams
 from knowledge_crawler.transform.stages import StageRules
 
 __all__ = [
+    "LEASE_HELD",
+    "LEASE_LOST",
     "STORE_FAILED",
     "Runtime",
     "check_database",
+    "check_lease",
     "check_signatures",
     "child_processes",
+    "lease_holder",
     "minhash_params_from",
     "pid_alive",
     "retry_transient",
@@ -59,6 +74,12 @@ T = TypeVar("T")
 
 #: Scrapy close reason of a crawl stopped because its database could not be written.
 STORE_FAILED = "store_failed"
+#: ... of a crawl that another writer's lease on one of its sources kept from starting
+LEASE_HELD = "lease_held"
+#: ... of a crawl whose lease expired and was taken by another writer
+LEASE_LOST = "lease_lost"
+#: how a crawl refused for a lease says how to wait for it instead
+WAIT_HINT = "or wait for it with -s KC_LEASE_WAIT_SECONDS=SECONDS"
 
 #: links to these file types are not worth a request (images, media, archives, office files)
 SKIPPED_EXTENSIONS = frozenset(f".{ext}" for ext in IGNORED_EXTENSIONS)
@@ -98,8 +119,10 @@ assert set(_COUNTER_SOURCES) == set(HEAD_COUNTERS)
 def run_outcome(reason: str, stats: Mapping[str, Any]) -> str:
     """How a run ended, from Scrapy's close ``reason`` and the crawl's stats.
 
-    ``failed`` when the store failed (``kc/store/failed``), when the dedupe state's
-    file failed (``kc/dedupe/state_failed``) or when none of the
+    ``refused`` when another writer's lease kept it from starting (``kc/lease/refused``:
+    it wrote nothing and recorded no run); ``failed`` when the store failed
+    (``kc/store/failed``), when it lost its lease (``kc/lease/lost``), when the dedupe
+    state's file failed (``kc/dedupe/state_failed``) or when none of the
     start URLs could be fetched (``kc/start/fetched`` 0 of ``kc/start/requested``
     > 0); ``interrupted`` on ``shutdown`` (Ctrl-C, SIGTERM); else ``finished``
     (a ``closespider_*`` limit is a normal end).
@@ -109,7 +132,11 @@ def run_outcome(reason: str, stats: Mapping[str, Any]) -> str:
     >>> run_outcome("shutdown", {}), run_outcome("closespider_pagecount", {})
     ('interrupted', 'finished')
     """
+    if stats.get("kc/lease/refused"):
+        return "refused"
     if stats.get("kc/store/failed") or stats.get("kc/dedupe/state_failed"):
+        return "failed"
+    if stats.get("kc/lease/lost"):
         return "failed"
     if reason == "shutdown":
         return "interrupted"
@@ -118,23 +145,6 @@ def run_outcome(reason: str, stats: Mapping[str, Any]) -> str:
     if reason in ("finished", "start_error") and requested > 0 and fetched == 0:
         return "failed"
     return "finished"
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` exists on this machine (a zombie counts as gone)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True  # no /proc: trust kill()
-    return stat.rpartition(")")[2].split()[:1] != ["Z"]
 
 
 def child_processes(pid: int, command_has: bytes = b"") -> list[int]:
@@ -221,6 +231,41 @@ def check_database(settings: BaseSettings) -> None:
         check_signatures(store, minhash_params_from(settings))
 
 
+def lease_holder(settings: BaseSettings, spider: str, mode: str) -> LeaseHolder:
+    """This process as the holder of a crawl's writer lease: itself, or with
+    ``KC_REDIS_URL`` one process of the shared crawl (its Redis, key prefix and spider),
+    whose other processes hold the same lease."""
+    config = KcConfig.from_settings(settings)
+    shared = None
+    if config.redis_url:
+        shared = f"shared crawl {display_url(config.redis_url)} {config.redis_key_prefix}:{spider}"
+    return LeaseHolder.this_process(mode, shared=shared)
+
+
+def check_lease(settings: BaseSettings, sources: list[Source], spider: str, mode: str) -> None:
+    """:class:`LeaseHeldError` (one line naming the holder) when another writer holds a
+    lease on one of ``sources`` and the crawl would not wait for it
+    (``KC_LEASE_WAIT_SECONDS`` 0). A look, not a claim: the crawl takes its lease when it
+    opens (:meth:`Runtime.hold_lease`)."""
+    config = KcConfig.from_settings(settings)
+    if config.lease_wait_seconds > 0:
+        return
+    me = lease_holder(settings, spider, mode)
+    try:
+        store = open_store(config.database_url, busy_timeout=config.store_busy_timeout)
+    except StoreError as exc:
+        raise ConfigError(str(exc)) from exc
+    with store:
+        now = utc_now()
+        blocking = [
+            lease
+            for lease in store.leases(sorted({s.id for s in sources}))
+            if lease.holder != me.holder and lease.expires_at > now and not holder_gone(lease)
+        ]
+    if blocking:
+        raise LeaseHeldError(f"{refusal(blocking)}; {WAIT_HINT}")
+
+
 class Runtime:
     """The store handle, the crawl run and the sources of one crawler."""
 
@@ -247,6 +292,10 @@ class Runtime:
         self._rules: dict[str, StageRules] = {}
         #: the crawl's stage workers, once the extract pipeline has started them
         self.stage_pool: StagePool | None = None
+        #: the crawl's writer lease on its sources, once taken (:meth:`hold_lease`)
+        self.lease: LeaseKeeper | None = None
+        self._lease_taken: asyncio.Future[bool] | None = None
+        self._stopped_waiting = False
         try:
             check_signatures(self.store, self._minhash)
         except ConfigError:
@@ -319,6 +368,106 @@ class Runtime:
             )
         return rules
 
+    async def hold_lease(self) -> bool:
+        """Take the crawl's writer lease on its sources, once: every caller waits for the
+        same attempt. Whatever reads the stored state the crawl works from (the dedupe
+        state, the known pages) or writes comes after it.
+
+        Waits up to ``KC_LEASE_WAIT_SECONDS`` for another writer to release or lose it,
+        polling off the reactor thread; then the heartbeat renews it on a thread of its
+        own. False when the crawl must stop and write nothing: the lease is held by
+        another writer (stats ``kc/lease/refused``: who) or cannot be taken (the store
+        failed).
+        """
+        if self._lease_taken is None:
+            self._lease_taken = asyncio.get_running_loop().create_future()
+            try:
+                taken = await self._take_lease()
+            except BaseException as exc:
+                self._lease_taken.set_exception(exc)
+                raise
+            self._lease_taken.set_result(taken)
+        return await asyncio.shield(self._lease_taken)
+
+    async def _take_lease(self) -> bool:
+        assert self.crawler.stats is not None and self.crawler.spider is not None
+        stats = self.crawler.stats
+        holder = lease_holder(self.crawler.settings, self.crawler.spider.name, self.mode)
+        loop = asyncio.get_running_loop()
+        keeper = LeaseKeeper(
+            self.store,
+            sorted(self.sources),
+            holder,
+            ttl=self.config.lease_ttl_seconds,
+            on_lost=lambda blocking: loop.call_soon_threadsafe(self._lease_lost, blocking),
+        )
+        began = time.monotonic()
+        deadline = began + self.config.lease_wait_seconds
+        told = False
+        while True:
+            try:
+                blocking = await self._store_call(keeper.try_acquire, "taking the writer lease")
+            except StoreError as exc:
+                self.store_failed(str(exc))
+                logger.error("the crawl cannot start: %s", exc)
+                return False
+            if not blocking:
+                break
+            if not self.crawler.crawling:  # Ctrl-C or SIGTERM while it waited
+                self._stopped_waiting = True
+                logger.info("stopped while waiting for the writer lease: nothing was written")
+                return False
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                message = refusal(blocking)
+                if not told:
+                    message += f"; {WAIT_HINT}"
+                stats.set_value("kc/lease/refused", message)
+                logger.error("the crawl cannot start: %s", message)
+                return False
+            if not told:
+                told = True
+                stats.set_value("kc/lease/waiting", refusal(blocking))
+                logger.warning(
+                    "waiting up to %.0f s for the writer lease: %s",
+                    remaining,
+                    refusal(blocking),
+                )
+            await asyncio.sleep(min(1.0, remaining))
+        keeper.start()
+        self.lease = keeper
+        stats.set_value("kc/lease/holder", holder.holder)
+        if told:
+            stats.set_value("kc/lease/waited_ms", round(1000 * (time.monotonic() - began)))
+        return True
+
+    def not_held_reason(self) -> str:
+        """The close reason of a crawl that could not take its lease (see :meth:`hold_lease`)."""
+        assert self.crawler.stats is not None
+        if self._stopped_waiting:
+            return "shutdown"  # interrupted
+        return LEASE_HELD if self.crawler.stats.get_value("kc/lease/refused") else STORE_FAILED
+
+    def check_lease(self) -> None:
+        """:class:`StoreError` once the crawl lost its writer lease: it must write no more."""
+        if self.lease is not None:
+            self.lease.check()
+
+    def _lease_lost(self, blocking: list[Lease]) -> None:
+        """On the reactor thread: another writer took the crawl's lease; stop the crawl."""
+        assert self.crawler.stats is not None
+        self.crawler.stats.set_value(
+            "kc/lease/lost", f"the writer lease was lost: {refusal(blocking)}"
+        )
+        engine = self.crawler.engine
+        if engine is not None and engine.spider is not None:
+            asyncio.get_running_loop().create_task(engine.close_spider_async(reason=LEASE_LOST))
+
+    async def _release_lease(self) -> None:
+        keeper, self.lease = self.lease, None
+        if keeper is not None:
+            await asyncio.to_thread(keeper.release)
+
     def store_failed(self, message: str) -> None:
         """Record that the database cannot be written: stats ``kc/store/failed``, ``/error``."""
         assert self.crawler.stats is not None
@@ -331,6 +480,9 @@ class Runtime:
         )
 
     async def _spider_opened(self, spider: Spider) -> None:
+        # Nothing is written, not even the run, before the crawl holds its sources' lease.
+        if not await self.hold_lease():
+            raise CloseSpider(self.not_held_reason())
         try:
             await self._store_call(self._abandon_dead_runs, "marking dead runs abandoned")
         except StoreError as exc:
@@ -354,6 +506,12 @@ class Runtime:
         _LIVE_RUNS.add(self.run_id)
         assert self.crawler.stats is not None
         self.crawler.stats.set_value("kc/run_id", self.run_id)
+        if self.lease is not None:  # the lease names the run from now on
+            lease, run_id = self.lease, self.run_id
+            try:
+                await self._store_call(lambda: lease.set_run(run_id), "naming the run in the lease")
+            except StoreError as exc:
+                logger.warning("could not name run %s in the writer lease: %s", run_id, exc)
 
     def _abandon_dead_runs(self) -> None:
         """Mark ``abandoned`` the unfinished runs of this host whose process is gone.
@@ -406,7 +564,10 @@ class Runtime:
         finally:
             if self.run_id is not None:
                 _LIVE_RUNS.discard(self.run_id)
-            self.store.close()
+            try:
+                await self._release_lease()
+            finally:
+                self.store.close()
             _RUNTIMES.pop(self.crawler, None)
 
 

@@ -35,6 +35,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from scrapy.exceptions import CloseSpider
+
 from knowledge_crawler.crawl.dedupe_log import SharedDedupe
 from knowledge_crawler.crawl.dedupe_scratch import ScratchDedupeState
 from knowledge_crawler.errors import ConfigError
@@ -73,6 +75,9 @@ class DedupePipeline(KcPipeline):
     _broken: str | None = None
 
     async def open_spider(self) -> None:
+        # The state is restored from what is stored once no other writer can change it.
+        if not await self.runtime.hold_lease():
+            raise CloseSpider(self.runtime.not_held_reason())
         spider = self.crawler.spider
         self._limit = self.runtime.config.dedupe_memory_pages
         self._shared_mode = bool(getattr(spider, "shared_frontier", False))

@@ -507,7 +507,13 @@ class StorePipeline(KcPipeline):
         loop = asyncio.get_running_loop()
         run_id = self.runtime.run_id
         store = self.runtime.store
-        return await loop.run_in_executor(self._writer, lambda: store.write(ops, run_id=run_id))
+        runtime = self.runtime
+
+        def write() -> UpsertResult:
+            runtime.check_lease()  # a crawl that lost its writer lease writes no more
+            return store.write(ops, run_id=run_id)
+
+        return await loop.run_in_executor(self._writer, write)
 
     async def _write_retrying(self, ops: Sequence[Operation]) -> UpsertResult:
         deadline = time.monotonic() + self.retry_seconds

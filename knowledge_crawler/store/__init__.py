@@ -28,6 +28,7 @@ from knowledge_crawler.store.base import (
     record_dict,
     utc_now,
 )
+from knowledge_crawler.store.leases import Lease, LeaseHolder, LeaseKeeper
 
 __all__ = [
     "HEAD_COUNTERS",
@@ -42,6 +43,9 @@ __all__ = [
     "FetchFailure",
     "FrontierAdd",
     "KnownPage",
+    "Lease",
+    "LeaseHolder",
+    "LeaseKeeper",
     "Operation",
     "PageRecord",
     "PassageRecord",

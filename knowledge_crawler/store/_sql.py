@@ -23,6 +23,7 @@ __all__ = [
     "SET_DUPLICATE",
     "SET_PAGE",
     "STATUS",
+    "TAKE_LEASE",
     "TOUCH",
     "UPDATE_PAGE",
     "URL_OUTCOME",
@@ -214,6 +215,17 @@ INSERT INTO checkpoints (source_id, adapter, cursor, updated_at, run_id)
 VALUES (:source_id, :adapter, :cursor, :updated_at, :run_id)
 ON CONFLICT (source_id, adapter) DO UPDATE SET
     cursor = excluded.cursor, updated_at = excluded.updated_at, run_id = excluded.run_id
+"""
+
+# A process's writer lease on a source, taken or renewed (``acquired_at`` stays); the run
+# once known stays named.
+TAKE_LEASE = """
+INSERT INTO leases (source_id, token, holder, host, pid, run_id, command, acquired_at,
+                    heartbeat_at, expires_at)
+VALUES (:source_id, :token, :holder, :host, :pid, :run_id, :command, :now, :now, :expires_at)
+ON CONFLICT (source_id, token) DO UPDATE SET
+    heartbeat_at = excluded.heartbeat_at, expires_at = excluded.expires_at,
+    run_id = COALESCE(excluded.run_id, leases.run_id)
 """
 
 SET_DUPLICATE = """

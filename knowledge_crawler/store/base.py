@@ -15,12 +15,15 @@ commit ahead of them.
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from knowledge_crawler.config import display_url
+
+if TYPE_CHECKING:
+    from knowledge_crawler.store.leases import Lease, LeaseHolder
 
 __all__ = [
     "HEAD_COUNTERS",
@@ -133,6 +136,10 @@ class PageRecord:
     #: a per-site spider's extra fields (JSON values by name), stored as a JSON object in
     #: ``page_meta.extra`` with every fetch; a re-extraction keeps the stored ones
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: compare-and-set: ``(content_hash, fetched_at)`` of the page as its writer read it
+    #: (a re-extraction); the record is written only if the page is still so stored,
+    #: else skipped and reported ``stale`` (None: written whatever is stored)
+    read_state: tuple[str, str] | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -445,6 +452,9 @@ class UpsertResult:
     #: status changes applied to stored pages, and of those tombstones made
     status_changes: int = 0
     tombstones: int = 0
+    #: keys of records with a ``read_state`` the page no longer has (another writer
+    #: stored it since it was read): not written
+    stale: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def loaded(self) -> int:
@@ -700,6 +710,32 @@ class Store(abc.ABC):
         ``counters``: every integer stat; the columns of :data:`HEAD_COUNTERS` are
         set from it, and all of it is kept as JSON.
         """
+
+    @abc.abstractmethod
+    def acquire_leases(
+        self,
+        source_ids: Sequence[str],
+        holder: LeaseHolder,
+        *,
+        ttl: float,
+        gone: Callable[[Lease], bool] | None = None,
+    ) -> list[Lease]:
+        """Take or renew ``holder``'s writer lease on each source, for ``ttl`` seconds from
+        now, in one transaction: every one or none.
+
+        A source is free when it has no lease, only expired ones, only ones whose
+        process ``gone`` says is gone, or only ones of ``holder.holder`` (the processes
+        of one shared crawl share a holder). Returns the leases that stand in the way
+        (empty: all taken); expired and gone leases of others are removed when taken.
+        """
+
+    @abc.abstractmethod
+    def release_leases(self, holder: LeaseHolder) -> None:
+        """Give up this process's leases (``holder.token``); other processes' stay."""
+
+    @abc.abstractmethod
+    def leases(self, source_ids: Sequence[str] | None = None) -> list[Lease]:
+        """The leases recorded (of these sources), expired ones included, by source."""
 
     @abc.abstractmethod
     def stats(self, *, stale_days: int = 7, runs: int = 5) -> dict[str, Any]:

@@ -24,6 +24,7 @@ import contextlib
 import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import fields
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
@@ -57,6 +58,10 @@ from knowledge_crawler.store.base import (
     utc_now,
 )
 from knowledge_crawler.store.dialect import Dialect, PageWrites, Params, Reader, Row
+from knowledge_crawler.store.leases import Lease, LeaseHolder, expiry
+
+#: why a duplicate update was not applied: it was decided with a record left out as stale
+STORED_SINCE_READ = "its page was stored anew since it was read"
 
 __all__ = ["SqlStore", "claims", "page_params", "passage_rows", "record_json", "storable"]
 
@@ -70,6 +75,9 @@ SELECT m.source_id, m.canonical_url, m.id, m.content_hash, c.minhash_params,
 FROM page_meta m LEFT JOIN page_content c ON c.page_id = m.id
 WHERE (m.source_id, m.canonical_url) {keys}
 """
+
+#: a lease row as :class:`Lease` takes it
+_LEASE_COLUMNS = ", ".join(f.name for f in fields(Lease))
 
 _DEDUPE_COLUMNS = (
     "{p}.source_id, {p}.canonical_url, {p}.content_hash, {p}.word_count, "
@@ -272,6 +280,8 @@ class SqlStore(Store):
             ops = list(run)
             if kind is PageRecord:
                 records = cast("list[PageRecord]", ops)
+                if any(rec.read_state is not None for rec in records):
+                    records = self._as_read(records, result)
                 restoring = self._restoring([rec for rec in records if not rec.reextracted])
                 if bad is None:
                     loaded = records
@@ -286,6 +296,8 @@ class SqlStore(Store):
                 self._settle([rec for rec in loaded if not rec.reextracted])  # fetched ones
             elif kind is DuplicateUpdate:
                 updates = cast("list[DuplicateUpdate]", ops)
+                if result.stale:
+                    updates = self._not_about_stale(updates, result)
                 self._apply_updates(updates, result, isolate=bad is not None)
             elif kind is Touch:
                 touches = cast("list[Touch]", ops)
@@ -394,6 +406,43 @@ class SqlStore(Store):
             stored.add(key)
         flush()
         return result
+
+    def _as_read(self, records: Sequence[PageRecord], result: UpsertResult) -> list[PageRecord]:
+        """Compare-and-set: the records whose page is stored as their writer read it
+        (``read_state``: content hash and fetch time), or that have no ``read_state``; the
+        others are left out and reported ``stale``. In the batch's transaction, after its
+        claims: nobody else writes the page before it commits."""
+        expected = [rec for rec in records if rec.read_state is not None]
+        stored = {
+            (r[0], r[1]): (r[2], r[3])
+            for r in self._keyed(
+                "SELECT source_id, canonical_url, content_hash, fetched_at FROM page_meta "
+                "WHERE (source_id, canonical_url) {keys}",
+                sorted({rec.key for rec in expected}),
+            )
+        }
+        kept: list[PageRecord] = []
+        for rec in records:
+            if rec.read_state is None or stored.get(rec.key) == tuple(rec.read_state):
+                kept.append(rec)
+            else:
+                result.stale.append(rec.key)
+        return kept
+
+    @staticmethod
+    def _not_about_stale(
+        updates: Sequence[DuplicateUpdate], result: UpsertResult
+    ) -> list[DuplicateUpdate]:
+        """The updates that neither decide about a page left out as stale nor name one as
+        representative (they were decided from the text that was not written)."""
+        stale = set(result.stale)
+        kept: list[DuplicateUpdate] = []
+        for update in updates:
+            if update.key in stale or update.duplicate_of in stale:
+                result.dropped_updates.append((update, STORED_SINCE_READ))
+            else:
+                kept.append(update)
+        return kept
 
     def _priors(self, keys: Sequence[Key]) -> dict[Key, tuple[Any, ...]]:
         """The stored state of the pages of ``keys`` (see :data:`_PRIORS`)."""
@@ -822,6 +871,84 @@ class SqlStore(Store):
                     "run_id": run_id,
                 },
             )
+
+    # -- leases ---------------------------------------------------------------------
+
+    def acquire_leases(
+        self,
+        source_ids: Sequence[str],
+        holder: LeaseHolder,
+        *,
+        ttl: float,
+        gone: Callable[[Lease], bool] | None = None,
+    ) -> list[Lease]:
+        ids = sorted(set(source_ids))
+        if not ids:
+            return []
+        db = self.db
+        # SQLite: BEGIN IMMEDIATE holds the file's write lock; PostgreSQL: the sources'
+        # lease claims (advisory locks) queue the writers taking them, and each statement
+        # after the claim sees every commit before it.
+        claimed = [f"lease\n{sid}" for sid in ids] if db.concurrent_writers else ()
+        fragment, params = db.in_list(ids, "TEXT")
+        with db.lock, self._guard("cannot take the writer lease in"), db.transaction(claimed):
+            now = utc_now()
+            others = [
+                lease for lease in self._leases(fragment, params) if lease.holder != holder.holder
+            ]
+            blocking = [
+                lease
+                for lease in others
+                if lease.expires_at > now and not (gone is not None and gone(lease))
+            ]
+            if blocking:
+                return blocking
+            if others:  # expired, or their process is gone
+                db.execute(
+                    f"DELETE FROM leases WHERE source_id {fragment} AND holder <> ?",
+                    [*params, holder.holder],
+                )
+            until = expiry(ttl)
+            db.executemany(
+                _sql.TAKE_LEASE,
+                [
+                    {
+                        "source_id": sid,
+                        "token": holder.token,
+                        "holder": holder.holder,
+                        "host": holder.host,
+                        "pid": holder.pid,
+                        "run_id": holder.run_id,
+                        "command": holder.command,
+                        "now": now,
+                        "expires_at": until,
+                    }
+                    for sid in ids
+                ],
+            )
+        return []
+
+    def release_leases(self, holder: LeaseHolder) -> None:
+        db = self.db
+        with db.lock, self._guard("cannot release the writer lease in"), db.transaction():
+            db.execute("DELETE FROM leases WHERE token = ?", (holder.token,))
+
+    def leases(self, source_ids: Sequence[str] | None = None) -> list[Lease]:
+        params: list[Any] = []
+        if source_ids is None:
+            fragment = "IS NOT NULL"
+        else:
+            fragment, params = self.db.in_list(sorted(set(source_ids)), "TEXT")
+        with self.db.lock, self._guard("cannot read the leases of"):
+            return self._leases(fragment, params)
+
+    def _leases(self, sources: str, params: Sequence[Any]) -> list[Lease]:
+        rows = self.db.rows(
+            f"SELECT {_LEASE_COLUMNS} FROM leases WHERE source_id {sources} "
+            "ORDER BY source_id, acquired_at, token",
+            params,
+        )
+        return [Lease(*row) for row in rows]
 
     # -- reads ----------------------------------------------------------------------
 

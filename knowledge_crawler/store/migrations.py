@@ -538,6 +538,27 @@ _PAGE_EVENTS: tuple[str, ...] = (
     "FROM page_meta WHERE status_changed_at IS NOT NULL ORDER BY status_changed_at, id",
 )
 
+# Writer leases (F-STATE): one writer at a time per source. A row per (source, process)
+# holding it: the holder (the process, or the shared crawl it is one process of), the
+# process (token, host, pid), its run, and when it was taken, renewed and expires.
+_LEASES: tuple[str, ...] = (
+    """
+CREATE TABLE leases (
+    source_id    TEXT NOT NULL,
+    token        TEXT NOT NULL,
+    holder       TEXT NOT NULL,
+    host         TEXT NOT NULL,
+    pid          INTEGER NOT NULL,
+    run_id       INTEGER,
+    command      TEXT NOT NULL,
+    acquired_at  TEXT NOT NULL,
+    heartbeat_at TEXT NOT NULL,
+    expires_at   TEXT NOT NULL,
+    PRIMARY KEY (source_id, token)
+)
+""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "0001_pages_runs_quarantine",
@@ -575,6 +596,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0010_page_extra", _PAGE_EXTRA),
     Migration("0011_url_state", _URL_STATE),
     Migration("0012_page_events", _PAGE_EVENTS),
+    Migration("0013_leases", _LEASES),
 )
 
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 
 from knowledge_crawler.cli.reextract import reextract
 from knowledge_crawler.testsite import TestSite
-from tests.helpers import coroutine_test, pages_by_url, query, run_crawl
+from tests.helpers import coroutine_test, pages_by_url, query, run_crawl, site_key
 
 pytestmark = pytest.mark.crawl
 
@@ -199,3 +199,76 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, db_url: str) -> None:
     assert no_db.exit_code == 2 and "no database at" in no_db.stderr
     other = run_reextract(db_url, seeds, "--source", "b")
     assert other.exit_code == 2 and len(other.stderr.splitlines()) == 1
+
+
+@coroutine_test
+async def test_pages_a_crawl_stored_after_reextract_read_them_are_skipped_not_reverted(
+    site: TestSite, db_url: str, tmp_path: Path
+) -> None:
+    from knowledge_crawler.archive.reextract import Reextractor
+    from knowledge_crawler.sources import resolve_seeds
+    from knowledge_crawler.store import open_store
+
+    seeds = seeds_file(tmp_path / "a.toml", site)
+    await run_crawl(db_url, seeds=str(seeds))
+    with open_store(db_url) as store:
+        worker = Reextractor(
+            store,
+            {s.id: s for s in resolve_seeds(str(seeds_file(tmp_path / "b.toml", site, SEE_ALSO)))},
+            tmp_path / "archive",
+            passage_words=200,
+        )
+        pages = worker.pages()  # read: what the re-extraction works from
+        # meanwhile a crawl stores new versions of three articles
+        changed = {site_key(site, site.article_path(i)) for i in range(3)}
+        for i in range(3):
+            site.mutate(i, "text")
+        await run_crawl(db_url, seeds=str(seeds))
+        crawled = pages_by_url(db_url)
+        assert all(crawled[url]["fetched_at"] > p.fetched_at for p in pages
+                   for url in [p.canonical_url] if url in changed)  # fmt: skip
+        summary = worker.run(pages)
+    assert summary.stale == 3
+    assert summary.line().endswith(", 3 skipped: stored anew since they were read")
+    after = pages_by_url(db_url)
+    for url in changed:  # the crawl's version stands
+        assert after[url]["content"] == crawled[url]["content"]
+        assert after[url]["content_hash"] == crawled[url]["content_hash"]
+    others = {u for u, p in crawled.items() if u not in changed and "See also:" in p["content"]}
+    assert others and all("See also:" not in after[u]["content"] for u in others)
+
+
+@coroutine_test
+async def test_reextract_is_refused_while_a_crawl_holds_the_source_or_waits_with_wait(
+    site: TestSite, db_url: str, tmp_path: Path
+) -> None:
+    import threading
+
+    from knowledge_crawler.store import LeaseHolder, open_store
+
+    seeds = seeds_file(tmp_path / "a.toml", site, SEE_ALSO)
+    await run_crawl(db_url, seeds=str(seeds_file(tmp_path / "b.toml", site)))
+    crawl = LeaseHolder("elsewhere:7:x", "elsewhere:7:x", "elsewhere", 7, "crawl", run_id=9)
+    with open_store(db_url) as store:
+        assert store.acquire_leases(["site"], crawl, ttl=60) == []
+    before = pages_by_url(db_url)
+    refused = run_reextract(db_url, seeds)
+    assert refused.exit_code == 2
+    [line] = refused.stderr.splitlines()
+    assert line.startswith(
+        "knowledge-crawler: error: source 'site' is being written by crawl run 9 (pid 7 on "
+        "elsewhere), last heartbeat "
+    )
+    assert line.endswith("; or wait for it with --wait SECONDS")
+    assert pages_by_url(db_url) == before  # nothing written
+
+    def release() -> None:
+        with open_store(db_url) as store:
+            store.release_leases(crawl)
+
+    threading.Timer(1.0, release).start()
+    waited = run_reextract(db_url, seeds, "--wait", "30")
+    assert waited.exit_code == 0, waited.output
+    assert "waiting up to 30 s for the writer lease: source 'site'" in waited.stderr
+    assert " 0 errors\n" in waited.stdout and "skipped" not in waited.stdout
+    assert query(db_url, "SELECT * FROM leases") == []

@@ -112,6 +112,38 @@ def test_once_runs_each_source_once_and_exits_0(site: TestSite, tmp_path: Path) 
     assert pages["n"] >= len(site.manifest()["articles"])
 
 
+def test_a_run_whose_source_another_writer_holds_is_refused_or_waits_with_wait(
+    site: TestSite, tmp_path: Path
+) -> None:
+    import threading
+
+    from knowledge_crawler.store import LeaseHolder, open_store
+
+    db_url = f"sqlite:///{tmp_path / 'k.db'}"
+    seeds = seeds_file(tmp_path, site)
+    manual = LeaseHolder("elsewhere:5:x", "elsewhere:5:x", "elsewhere", 5, "crawl", run_id=3)
+    with open_store(db_url) as store:
+        assert store.acquire_leases(["site"], manual, ttl=120) == []
+    refused = schedule(str(seeds), "--once", "--mode", "crawl", "--db", db_url, *FAST)
+    assert refused.returncode == 1, refused.stderr
+    assert (
+        "source 'site': run 1 refused (exit 2: source 'site' is being written by crawl run 3 "
+        "(pid 5 on elsewhere)" in refused.stderr
+    ), refused.stderr
+    assert runs(db_url) == []
+
+    def release() -> None:
+        with open_store(db_url) as store:
+            store.release_leases(manual)
+
+    threading.Timer(1.0, release).start()
+    waited = schedule(
+        str(seeds), "--once", "--mode", "crawl", "--wait", "60", "--db", db_url, *FAST
+    )
+    assert waited.returncode == 0, waited.stderr
+    assert [r["outcome"] for r in runs(db_url)] == ["finished"]
+
+
 def test_recurring_refreshes_never_overlap_and_sigterm_stops_cleanly(
     site: TestSite, tmp_path: Path
 ) -> None:

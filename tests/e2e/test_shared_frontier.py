@@ -160,6 +160,9 @@ def test_two_processes_fetch_each_page_once_into_one_dataset(
     assert [r[0] for r in runs] == ["finished", "finished"]
     (_, start_a, end_a, _), (_, start_b, end_b, _) = runs
     assert str(start_a) < str(end_b) and str(start_b) < str(end_a), "the runs did not overlap"
+    # each recorded its run only once it held the source's writer lease: the two processes
+    # of one shared crawl held it together, and both let go of it at the end
+    assert run_sql(postgres_url, "SELECT count(*) FROM leases") == [(0,)]
     ok = sum(int(json.loads(str(r[3])).get("kc/fetch/status/200", 0)) for r in runs)
     assert ok == sum(1 for f in fetched for status, _ in f if status == "200")
 

@@ -39,6 +39,8 @@ def test_command_line_text_is_coerced() -> None:
         ("KC_STORE_RETRY_SECONDS", "-1", "KC_STORE_RETRY_SECONDS must be >= 0"),
         ("KC_DATABASE_URL", " ", "KC_DATABASE_URL is empty"),
         ("KC_PROGRESS_SECONDS", True, "expected a number"),
+        ("KC_LEASE_TTL_SECONDS", "0", "KC_LEASE_TTL_SECONDS must be > 0"),
+        ("KC_LEASE_WAIT_SECONDS", "-1", "KC_LEASE_WAIT_SECONDS must be >= 0"),
     ],
 )
 def test_unusable_values_name_the_setting(name: str, value: object, needle: str) -> None:
