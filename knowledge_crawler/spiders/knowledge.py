@@ -353,18 +353,16 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         store = runtime.store
         ids = sorted(self.sources)
         due_by = utc_now()
-        checkpoints, known_urls, frontier = await asyncio.to_thread(
-            lambda: (
-                {sid: store.checkpoints(sid) for sid in ids},
-                store.frontier(ids),
-                store.frontier(ids, due_by=due_by),
-            )
+        checkpoints, known_urls = await asyncio.to_thread(
+            lambda: ({sid: store.checkpoints(sid) for sid in ids}, store.frontier(ids))
         )
         # Redirected and refused URLs wait for their time: not requested before it, however
         # a listing or a link leads to them.
-        due_keys = {entry.key for entry in frontier}
+        frontier = []
         for entry in known_urls:
-            if entry.key not in due_keys and entry.source_id in self._waiting:
+            if entry.next_due_at is None or entry.next_due_at <= due_by:
+                frontier.append(entry)
+            elif entry.source_id in self._waiting:
                 self._waiting[entry.source_id].add(entry.canonical_url)
         # Before any request: every request for a stored page must carry its validators.
         known = await runtime.load_known()

@@ -181,6 +181,9 @@ class FrontierAdd:
     lastmod: str | None = None
     #: canonical URL of the stored page whose links listed it (``adapter`` ``link``)
     found_on: str | None = None
+    #: as read back: when a redirected or refused URL is due again (None: now); a
+    #: frontier addition does not set it
+    next_due_at: str | None = None
 
     @property
     def key(self) -> tuple[str, str]:

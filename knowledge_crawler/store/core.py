@@ -1060,7 +1060,7 @@ class SqlStore(Store):
     ) -> list[FrontierAdd]:
         rows = self._of_sources(
             "SELECT source_id, canonical_url, url, adapter, discovered_at, depth, lastmod, "
-            "found_on FROM frontier WHERE source_id {sources} "
+            "found_on, next_due_at FROM frontier WHERE source_id {sources} "
             "AND (CAST(? AS TEXT) IS NULL OR next_due_at IS NULL "
             "OR next_due_at <= CAST(? AS TEXT)) "
             "ORDER BY discovered_at, {tiebreak}",
