@@ -10,26 +10,19 @@ the old limit while the pages stored already answer 304.
 
 from __future__ import annotations
 
-import os
 import random
 import signal
-import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from knowledge_crawler.testsite import TestSite
+from tests.e2e.crawl_process import REPO, command, count, crawl_to_end, env, rows
 from tests.helpers import query
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-
-REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
-FAST = ["-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False"]
-FAST += ["-s", "KC_STORE_FLUSH_SECONDS=0.1", "-s", "KC_STORE_BATCH_SIZE=5"]
 
 
 def link_seeds(tmp_path: Path, site: TestSite, depth_limit: int = 5, name: str = "links") -> str:
@@ -41,22 +34,8 @@ def link_seeds(tmp_path: Path, site: TestSite, depth_limit: int = 5, name: str =
     return str(path)
 
 
-def command(seeds_file: str) -> list[str]:
-    return [
-        *(str(BIN / "scrapy"), "crawl", "knowledge", "-a", f"seeds={seeds_file}", *FAST),
-        *("-s", "CONCURRENT_REQUESTS=4"),
-    ]
-
-
-def env(db: Path) -> dict[str, str]:
-    return {**os.environ, "KC_DATABASE_URL": f"sqlite:///{db}"}
-
-
-def rows(db: Path) -> set[tuple[str, str, str]]:
-    return {
-        (r["source_id"], r["canonical_url"], r["content_hash"])
-        for r in query(f"sqlite:///{db}", "SELECT * FROM pages")
-    }
+#: four requests at a time, so that a stop lands mid-crawl on the slowed site
+SLOW = "CONCURRENT_REQUESTS=4"
 
 
 def fetched(db: Path) -> dict[str, str]:
@@ -67,28 +46,10 @@ def fetched(db: Path) -> dict[str, str]:
     }
 
 
-def count(db: Path, sql: str) -> int:
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.2)
-        try:
-            return int(conn.execute(sql).fetchone()[0])
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return 0
-
-
-def crawl_to_end(db: Path, seeds_file: str) -> None:
-    done = subprocess.run(
-        command(seeds_file), cwd=REPO, env=env(db), capture_output=True, text=True, timeout=240
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-
-
 def stop_at(db: Path, seeds_file: str, stored: int, sig: signal.Signals) -> None:
     """Start a crawl and send it ``sig`` once ``stored`` pages are in the database."""
     process = subprocess.Popen(
-        command(seeds_file), cwd=REPO, env=env(db), stdout=subprocess.DEVNULL,
+        command(seeds_file, SLOW), cwd=REPO, env=env(db), stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -109,7 +70,7 @@ def stop_at(db: Path, seeds_file: str, stored: int, sig: signal.Signals) -> None
 def whole(site: TestSite, tmp_path: Path) -> set[tuple[str, str, str]]:
     """The rows of the link-only crawl, never stopped."""
     db = tmp_path / "whole.db"
-    crawl_to_end(db, link_seeds(tmp_path, site))
+    crawl_to_end(db, link_seeds(tmp_path, site), SLOW)
     expected = rows(db)
     assert len(expected) > 40  # hubs, articles, copies: found only through links
     return expected
@@ -134,7 +95,7 @@ def test_a_link_only_crawl_stopped_again_and_again_ends_with_the_same_rows(
     site.slow("/", 0)
     assert rows(db) < whole, "the stops must land mid-crawl for this test to mean anything"
 
-    crawl_to_end(db, seeds_file)
+    crawl_to_end(db, seeds_file, SLOW)
     assert rows(db) == whole  # nothing lost: pages found only through links included
     now = fetched(db)
     assert {url: now[url] for url in before} == before  # no stored page fetched with a 200
@@ -150,18 +111,18 @@ def test_a_deeper_depth_limit_finds_the_pages_past_the_old_one_without_downloadi
     site: TestSite, tmp_path: Path
 ) -> None:
     deep = tmp_path / "deep.db"
-    crawl_to_end(deep, link_seeds(tmp_path, site, depth_limit=3, name="deep"))
+    crawl_to_end(deep, link_seeds(tmp_path, site, depth_limit=3, name="deep"), SLOW)
     expected = rows(deep)
 
     db = tmp_path / "grown.db"
-    crawl_to_end(db, link_seeds(tmp_path, site, depth_limit=1, name="shallow"))
+    crawl_to_end(db, link_seeds(tmp_path, site, depth_limit=1, name="shallow"), SLOW)
     shallow = fetched(db)
     assert rows(db) < expected
     # the links past the limit are known, not fetched
     past = count(db, "SELECT COUNT(*) FROM frontier WHERE depth = 2 AND state = 'discovered'")
     assert past > 0
 
-    crawl_to_end(db, link_seeds(tmp_path, site, depth_limit=3, name="deep"))
+    crawl_to_end(db, link_seeds(tmp_path, site, depth_limit=3, name="deep"), SLOW)
     assert rows(db) == expected
     now = fetched(db)
     assert {url: now[url] for url in shallow} == shallow  # the hubs only revalidated (304)

@@ -8,25 +8,18 @@ from its checkpoint, and write nothing twice.
 
 from __future__ import annotations
 
-import os
 import signal
-import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from knowledge_crawler.testsite import TestSite
+from tests.e2e.crawl_process import REPO, command, count, crawl_to_end, env, rows
 from tests.helpers import query
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-
-REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
-FAST = ["-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False"]
-FAST += ["-s", "KC_STORE_FLUSH_SECONDS=0.1", "-s", "KC_STORE_BATCH_SIZE=5"]
 
 
 def seeds(tmp_path: Path, site: TestSite) -> str:
@@ -51,39 +44,6 @@ sitemaps = ["{sitemap}"]
         encoding="utf-8",
     )
     return str(path)
-
-
-def command(seeds_file: str) -> list[str]:
-    return [str(BIN / "scrapy"), "crawl", "knowledge", "-a", f"seeds={seeds_file}", *FAST]
-
-
-def env(db: Path) -> dict[str, str]:
-    return {**os.environ, "KC_DATABASE_URL": f"sqlite:///{db}"}
-
-
-def rows(db: Path) -> set[tuple[str, str, str]]:
-    return {
-        (r["source_id"], r["canonical_url"], r["content_hash"])
-        for r in query(f"sqlite:///{db}", "SELECT * FROM pages")
-    }
-
-
-def count(db: Path, sql: str) -> int:
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.2)
-        try:
-            return int(conn.execute(sql).fetchone()[0])
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return 0
-
-
-def crawl_to_end(db: Path, seeds_file: str) -> None:
-    done = subprocess.run(
-        command(seeds_file), cwd=REPO, env=env(db), capture_output=True, text=True, timeout=180
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
 
 
 @pytest.mark.parametrize("kill_after_pages", [3, 30])
