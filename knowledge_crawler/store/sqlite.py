@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -225,10 +226,26 @@ class SqliteDialect(Dialect):
             raise store_error(exc, what) from None
         with self._opening(self.conn.close, what):
             self.conn.execute(f"PRAGMA busy_timeout = {max(0, round(busy_timeout * 1000))}")
-            self.conn.execute("PRAGMA journal_mode = WAL")
+            self._use_wal(busy_timeout)
             self.conn.execute("PRAGMA synchronous = NORMAL")
             self.conn.execute("PRAGMA foreign_keys = ON")
             self._migrate()
+
+    def _use_wal(self, busy_timeout: float) -> None:
+        """Switch the file to WAL, waiting up to ``busy_timeout`` for another opener.
+
+        While one connection turns a new file to WAL, another's ``journal_mode`` fails
+        at once with "database is locked": SQLite does not call the busy handler there.
+        """
+        deadline = time.monotonic() + busy_timeout
+        while True:
+            try:
+                self.conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.01)
 
     def _migrate(self) -> None:
         with self.lock:

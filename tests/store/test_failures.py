@@ -349,6 +349,31 @@ def test_a_lock_shorter_than_the_busy_timeout_just_waits(tmp_path: Path) -> None
         holder.join()
 
 
+def test_processes_opening_a_new_database_at_once_all_open_it(tmp_path: Path) -> None:
+    # switching a new file to WAL does not wait for SQLite's busy handler: a second
+    # opener used to fail at once with "database is locked" (a crawl and a reader
+    # started together on a database that did not exist yet)
+    failures: list[str] = []
+    for trial in range(100):
+        url = f"sqlite:///{tmp_path}/k{trial}.db"
+        start = threading.Barrier(4)
+
+        def open_it(url: str = url, start: threading.Barrier = start) -> None:
+            start.wait()
+            try:
+                with open_store(url) as store:
+                    store.leases()
+            except StoreError as exc:
+                failures.append(str(exc))
+
+        openers = [threading.Thread(target=open_it) for _ in range(4)]
+        for opener in openers:
+            opener.start()
+        for opener in openers:
+            opener.join()
+    assert failures == []
+
+
 def test_a_failure_after_part_of_a_run_is_written_leaves_nothing_of_the_batch(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
