@@ -76,6 +76,14 @@ class KcConfig:
     #: file (in SQLITE_TMPDIR or TMPDIR) so that memory stops growing with the pages seen;
     #: 0: in that file from the start
     dedupe_memory_pages: int = 20_000
+    #: page requests a crawl keeps in its memory queue; past it the crawl state holds them:
+    #: the start waits for room, and links found meanwhile are only recorded (``frontier``)
+    #: and requested from there when the queue has drained; 0: no bound
+    queue_memory_requests: int = 10_000
+    #: stored pages whose validators and schedule a crawl keeps in memory (about 600 bytes
+    #: a page); past this they move into a temporary SQLite file (in SQLITE_TMPDIR or
+    #: TMPDIR); 0: in that file from the start
+    known_memory_pages: int = 50_000
     #: container allocations between the interpreter's young garbage collections during a
     #: crawl (Python's own is 700); 0 leaves the interpreter's thresholds alone
     gc_young_threshold: int = 50_000
@@ -159,6 +167,10 @@ class KcConfig:
             raise ConfigError(
                 f"KC_DEDUPE_MEMORY_PAGES must be 0 or more, got {self.dedupe_memory_pages}"
             )
+        for name in ("queue_memory_requests", "known_memory_pages"):
+            value = getattr(self, name)
+            if value < 0:
+                raise ConfigError(f"{setting_name(name)} must be 0 or more, got {value}")
         if self.gc_young_threshold < 0:
             raise ConfigError(
                 f"KC_GC_YOUNG_THRESHOLD must be 0 or more, got {self.gc_young_threshold}"

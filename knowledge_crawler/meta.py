@@ -37,3 +37,5 @@ DISCOVERY = "kc_discovery"
 ADAPTER = "kc_adapter"
 CHECKPOINT = "kc_checkpoint"
 RETRY = "kc_retry"
+#: a page request built and not yet in the queue (the spider counts them: KC_QUEUE_MEMORY_REQUESTS)
+IN_TRANSIT = "kc_in_transit"

@@ -21,7 +21,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 from weakref import WeakKeyDictionary
@@ -114,6 +114,10 @@ _COUNTER_SOURCES: dict[str, tuple[str, ...]] = {
     "quarantined": ("kc/store/quarantined",),
 }
 assert set(_COUNTER_SOURCES) == set(HEAD_COUNTERS)
+
+
+async def _nothing_to_flush() -> None:
+    """What :attr:`Runtime.flush_store` does without a store pipeline."""
 
 
 def run_outcome(reason: str, stats: Mapping[str, Any]) -> str:
@@ -292,6 +296,8 @@ class Runtime:
         self._rules: dict[str, StageRules] = {}
         #: the crawl's stage workers, once the extract pipeline has started them
         self.stage_pool: StagePool | None = None
+        #: commits what the store pipeline holds in memory (set by it when it opens)
+        self.flush_store: Callable[[], Awaitable[None]] = _nothing_to_flush
         #: the crawl's writer lease on its sources, once taken (:meth:`hold_lease`)
         self.lease: LeaseKeeper | None = None
         self._lease_taken: asyncio.Future[bool] | None = None

@@ -214,6 +214,7 @@ class StorePipeline(KcPipeline):
         self._switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(min(self._switch_interval, _WRITER_SWITCH_INTERVAL))
         self._ticker = asyncio.get_running_loop().create_task(self._tick())
+        self.runtime.flush_store = self.flush
 
     async def process_item(self, item: Any) -> Any:
         if isinstance(item, PageItem):

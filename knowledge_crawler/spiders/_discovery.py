@@ -92,6 +92,12 @@ class DiscoveryMixin:
     def request_for(self, source: Source, url: str, depth: int) -> Request | None:
         raise NotImplementedError
 
+    def queue_full(self) -> bool:
+        raise NotImplementedError
+
+    def defer(self, source: Source, key: str) -> bool:
+        raise NotImplementedError
+
     # -- requests ---------------------------------------------------------------
 
     def discovery_requests(self, source: Source, checkpoints: dict[str, str]) -> list[Request]:
@@ -225,6 +231,10 @@ class DiscoveryMixin:
                 newest = lastmod
             if mark and lastmod and lastmod < mark and (source.id, page_key) in known:
                 stats.inc_value("kc/discovery/known_older_than_mark")
+                continue
+            if self.queue_full() and self.defer(source, page_key):
+                # recorded (the listing's frontier entry), requested once the queue drains
+                item.pages.append(Discovered(page_key, candidate.url, lastmod))
                 continue
             request = self.request_for(source, candidate.url, 0)
             if request is None:

@@ -53,7 +53,7 @@ from knowledge_crawler.errors import ConfigError
 from knowledge_crawler.items import FailureItem, NotModifiedItem, PageItem, UrlOutcomeItem
 from knowledge_crawler.sources import Source, resolve_seeds
 from knowledge_crawler.spiders._discovery import DiscoveryMixin
-from knowledge_crawler.store import utc_now
+from knowledge_crawler.store import KnownPage, utc_now
 from knowledge_crawler.sync.retry import AttemptState, limit_kind
 from knowledge_crawler.transform.canonical import canonical_url, fetch_url
 from knowledge_crawler.transform.extract import decode_html, looks_like_html
@@ -66,6 +66,8 @@ MODES = ("crawl", "refresh")
 
 #: how the crawl state learned of a URL other than from a listing: a page's link, a
 #: redirect's target, a fetch of its own (a refusal); a refresh leaves these to a crawl
+#: crawl state rows read at a time (``Store.frontier_due``)
+_STATE_PAGE = 2000
 _FOUND_BY_CRAWLING = frozenset({"link", "redirect", "fetch"})
 
 #: why a URL was not fetched when robots.txt forbids it (Scrapy's words for it)
@@ -245,6 +247,16 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         #: built, as a seen link is; the middleware still refuses what comes before them
         self._robots: dict[str, RobotParser] = {}
         self._robots_agent = ""
+        #: KC_QUEUE_MEMORY_REQUESTS (from_crawler)
+        self._queue_bound = 0
+        #: when the start judged which stored pages are due (see _start_requests)
+        self._known_from = utc_now()
+        #: links to request are deferred to the crawl state while the queue is full, until
+        #: the start has ended (see _deferred_outputs); links deferred since its last pass
+        self._deferring = True
+        self._deferred = 0
+        self._via_state = False
+        self._in_transit = 0
 
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
@@ -281,6 +293,12 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             from knowledge_crawler.crawl.frontier import install_frontier
 
             spider.shared_frontier = install_frontier(crawler)
+        # a shared crawl's queue is in Redis, not in this process's memory
+        spider._queue_bound = 0 if spider.shared_frontier else runtime.config.queue_memory_requests
+        spider._deferring = bool(spider._queue_bound)
+        if spider._deferring:
+            crawler.signals.connect(spider._arrived, signal=signals.request_scheduled)
+            crawler.signals.connect(spider._arrived, signal=signals.request_dropped)
         spider.links_later = (
             crawler.settings.getwithbase("SPIDER_MIDDLEWARES").get(STAGE_MIDDLEWARE) is not None
         )
@@ -349,21 +367,59 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
     # -- discovery --------------------------------------------------------------
 
     async def start(self) -> AsyncIterator[Request | UrlOutcomeItem]:
+        """What the crawl sets out to fetch, yielded as the queue has room for it.
+
+        Scrapy takes a start's requests as fast as they come; the crawl state may hold a
+        million URLs. Past ``KC_QUEUE_MEMORY_REQUESTS`` requests in the queue, the start
+        waits until half of them have left it, so that the queue, not the crawl state,
+        stays small. (A shared crawl's queue is in Redis: its count here stays 0.)
+        """
+        async for output in self._start_outputs():
+            if isinstance(output, Request):
+                await self._queue_room()
+            yield output
+
+    def _scheduled(self) -> int:
+        """Requests in this process's queue now (from the scheduler's own counters)."""
+        stats = self.crawler.stats
+        return int(stats.get_value("scheduler/enqueued", 0)) - int(
+            stats.get_value("scheduler/dequeued", 0)
+        )
+
+    def _queued(self) -> int:
+        """Requests in the queue and page requests built and on their way to it (see
+        _arrived)."""
+        return self._scheduled() + self._in_transit
+
+    def _arrived(self, request: Request) -> None:
+        """A request reached the queue or was dropped on its way (signals)."""
+        if request.meta.pop(meta.IN_TRANSIT, False):
+            self._in_transit -= 1
+
+    async def _queue_room(self) -> None:
+        bound = self._queue_bound
+        if not bound or self._queued() < bound:
+            return
+        self.crawler.stats.inc_value("kc/start/waited_for_queue")
+        while self._queued() > bound // 2 and not self._crawl_idle():
+            await asyncio.sleep(0.05)
+
+    async def _start_outputs(self) -> AsyncIterator[Request | UrlOutcomeItem]:
         runtime = runtime_for(self.crawler)
         store = runtime.store
         ids = sorted(self.sources)
         due_by = utc_now()
-        checkpoints, known_urls = await asyncio.to_thread(
-            lambda: ({sid: store.checkpoints(sid) for sid in ids}, store.frontier(ids))
+        checkpoints, waiting = await asyncio.to_thread(
+            lambda: (
+                {sid: store.checkpoints(sid) for sid in ids},
+                store.frontier_waiting(ids, due_by=due_by),
+            )
         )
         # Redirected and refused URLs wait for their time: not requested before it, however
         # a listing or a link leads to them.
-        frontier = []
-        for entry in known_urls:
-            if entry.next_due_at is None or entry.next_due_at <= due_by:
-                frontier.append(entry)
-            elif entry.source_id in self._waiting:
-                self._waiting[entry.source_id].add(entry.canonical_url)
+        for source_id, key in waiting:
+            if source_id in self._waiting:
+                self._waiting[source_id].add(key)
         # Before any request: every request for a stored page must carry its validators.
         known = await runtime.load_known()
         if self.mode == "crawl":
@@ -375,24 +431,8 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         # depth limit or budget), redirects and refusals whose time came: first. A link
         # is taken as a link: within the depth limit, by the spider's rules, and by a crawl
         # only (a refresh revalidates what it knows).
-        rules = self.link_rules
-        for entry in frontier:
-            owner = self.sources.get(entry.source_id)
-            if owner is None or entry.depth > owner.depth_limit:
-                continue
-            if entry.adapter in _FOUND_BY_CRAWLING and self.mode != "crawl":
-                continue
-            if entry.adapter == "link" and rules.filters and not rules.allows(entry.url):
-                continue
-            request = self.request_for(owner, entry.url, entry.depth)
-            if request is not None:
-                self.crawler.stats.inc_value("kc/sync/frontier_resumed")
-                yield request
-            elif self._robots and self._robots_forbid(
-                fetch_url(entry.url, tracking_params=owner.tracking_params)
-            ):
-                # refused before a Request was built: the crawl state says why all the same
-                yield self._robots_refusal(owner, entry.canonical_url, entry.url, entry.depth)
+        async for output in self._frontier_outputs(due_by, "kc/sync/frontier_resumed"):
+            yield output
         if self.mode == "crawl":
             for source in self.sources.values():
                 for url in source.start_urls:
@@ -419,15 +459,12 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         # at: a page that answers 304 is not parsed, so its links come from here.
         # Tombstoned pages only when due (at the source's max_interval): one that answers
         # again is restored, whether or not a page linking it changed.
-        now = utc_now()
+        self._known_from = now = utc_now()
         due = 0
         for page in known.values():
-            waits = self.mode == "refresh" or page.status == "tombstoned"
-            if waits and page.next_check_at and page.next_check_at > now:
+            if not self._start_requests(page, now):
                 continue
-            owner = self.sources.get(page.source_id)
-            if owner is None or page.depth > owner.depth_limit:
-                continue  # beyond what this crawl would reach
+            owner = self.sources[page.source_id]
             request = self.request_for(owner, page.final_url, page.depth)
             if request is None:
                 continue
@@ -438,6 +475,136 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             due += 1
             self.crawler.stats.inc_value("kc/sync/known_requested")
             yield request
+        # Links found while the queue was full were recorded, not requested (see
+        # link_requests): they are taken from the crawl state as the queue drains.
+        async for output in self._deferred_outputs():
+            yield output
+
+    async def _frontier_outputs(
+        self, due_by: str, counter: str, cursors: dict[str, tuple[int, str]] | None = None
+    ) -> AsyncIterator[Request | UrlOutcomeItem]:
+        """Requests for the crawl state's URLs that are due and not stored, read a page at
+        a time, shallowest first: pages a discovery listed or a stored page linked to that
+        were not stored yet (a stop, a depth limit or budget, a full queue), redirects and
+        refusals whose time came. A link is taken as a link: within the depth limit, by the
+        spider's rules, and by a crawl only (a refresh revalidates what it knows).
+
+        ``cursors``: where a pass is in each source's rows, ``(depth, canonical_url)``;
+        it goes on from there, and leaves them where it stopped."""
+        store = runtime_for(self.crawler).store
+        rules = self.link_rules
+        cursors = {} if cursors is None else cursors
+        for owner in [self.sources[sid] for sid in sorted(self.sources)]:
+            while True:
+                entries = await asyncio.to_thread(
+                    store.frontier_due,
+                    owner.id,
+                    due_by=due_by,
+                    after=cursors.get(owner.id),
+                    limit=_STATE_PAGE,
+                )
+                for entry in entries:
+                    if entry.depth > owner.depth_limit:
+                        break  # shallowest first: the rest are deeper still
+                    cursors[owner.id] = (entry.depth, entry.canonical_url)
+                    if entry.adapter in _FOUND_BY_CRAWLING and self.mode != "crawl":
+                        continue
+                    if entry.adapter == "link" and rules.filters and not rules.allows(entry.url):
+                        continue
+                    request = self.request_for(owner, entry.url, entry.depth)
+                    if request is not None:
+                        self.crawler.stats.inc_value(counter)
+                        yield request
+                    elif self._robots and self._robots_forbid(
+                        fetch_url(entry.url, tracking_params=owner.tracking_params)
+                    ):
+                        # refused before a Request was built: the crawl state says why
+                        yield self._robots_refusal(
+                            owner, entry.canonical_url, entry.url, entry.depth
+                        )
+                else:
+                    if len(entries) == _STATE_PAGE:
+                        continue
+                break
+
+    async def _deferred_outputs(self) -> AsyncIterator[Request | UrlOutcomeItem]:
+        """The URLs deferred to the crawl state since the queue first filled, requested
+        from it as the queue drains, until the crawl is idle with none left.
+
+        Once a link has been deferred, every link is (see :meth:`queue_full`): requested
+        in the crawl state's order, shallowest first, a page is reached by its shortest
+        known path, as in a crawl whose queue holds everything. A pass goes on from where
+        the last one stopped; links deferred just before it may still be on their way to
+        the store with their page, and a URL may sort before where a pass is, so once the
+        crawl is idle the store is flushed and a pass made from the start. An idle crawl
+        whose pass from the start finds nothing ends this, and with it the start.
+        """
+        if not self._deferring or self.mode != "crawl":
+            self._deferring = False
+            return
+        runtime = runtime_for(self.crawler)
+        cursors: dict[str, tuple[int, str]] = {}
+        half = self._queue_bound // 2
+        while True:
+            while not self._crawl_idle() and not (self._deferred and self._queued() <= half):
+                await asyncio.sleep(0.05)
+            idle = self._crawl_idle()
+            if idle and not self._via_state:
+                break  # nothing was ever deferred
+            if idle:
+                await runtime.flush_store()
+                cursors = {}
+            self._deferred = 0
+            before = self.crawler.stats.get_value("kc/crawl_state/resumed", 0)
+            async for output in self._frontier_outputs(
+                utc_now(), "kc/crawl_state/resumed", cursors
+            ):
+                yield output
+            found = self.crawler.stats.get_value("kc/crawl_state/resumed", 0) - before
+            if idle and not found and not self._deferred:
+                break
+        self._deferring = False
+
+    def queue_full(self) -> bool:
+        """Whether a URL to request now goes to the crawl state instead: the queue holds
+        ``KC_QUEUE_MEMORY_REQUESTS``, or an earlier URL went there (while the start can
+        still take them from there)."""
+        return self._deferring and (self._via_state or self._queued() >= self._queue_bound)
+
+    def defer(self, source: Source, key: str) -> bool:
+        """Leave the URL ``key`` of ``source``, which the crawl state records, to the start,
+        which requests it from there once the queue drains; False when it is not to be
+        requested now anyway (seen, or waiting for its time)."""
+        if key in self._seen[source.id] or key in self._waiting[source.id]:
+            return False
+        self.crawler.stats.inc_value("kc/crawl_state/deferred")
+        self._deferred += 1
+        self._via_state = True
+        return True
+
+    def _crawl_idle(self) -> bool:
+        """Nothing queued, downloading or being processed (the start aside)."""
+        engine = self.crawler.engine
+        assert engine is not None and engine.scraper.slot is not None
+        idle = (
+            self._scheduled() <= 0
+            and not engine.downloader.active
+            and engine.scraper.slot.is_idle()
+        )
+        if idle:
+            # nothing is on its way to the queue: a request a middleware dropped without
+            # a signal (too long a URL) no longer counts
+            self._in_transit = 0
+        return idle
+
+    def _start_requests(self, page: KnownPage, now: str) -> bool:
+        """Whether the start requests the stored ``page`` (at its own depth): within its
+        source's depth limit, and due if it waits for its time (a refresh, a tombstone)."""
+        waits = self.mode == "refresh" or page.status == "tombstoned"
+        if waits and page.next_check_at and page.next_check_at > now:
+            return False
+        owner = self.sources.get(page.source_id)
+        return owner is not None and page.depth <= owner.depth_limit
 
     def request_for(self, source: Source, url: str, depth: int) -> Request | None:
         """A request for ``url`` unless it is out of scope, already seen or over the budget.
@@ -468,6 +635,10 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             return None
         self.crawler.stats.inc_value("kc/discovery/candidates")
         request_meta: dict[str, Any] = {meta.SOURCE: source.id, meta.DEPTH: depth, meta.KEY: key}
+        if self._deferring:
+            # requests of many pages are built before the first of them is queued
+            request_meta[meta.IN_TRANSIT] = True
+            self._in_transit += 1
         slot = self._slots.get(source.id)
         if slot is not None:
             request_meta["download_slot"] = slot
@@ -624,7 +795,10 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             key = self._link_key(source.id, link)
             if key is None or key in seen:
                 continue
-            if key not in recorded and (source.id, key) not in known:
+            page = known.get((source.id, key))
+            if page is not None and self._start_requests(page, self._known_from):
+                continue  # the start requests it, at its stored depth, as the queue drains
+            if key not in recorded and page is None:
                 recorded.add(key)
                 if self._robots and self._robots_forbid(
                     fetch_url(link, tracking_params=source.tracking_params)
@@ -637,6 +811,8 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             if rules.filters and not rules.allows(link):
                 stats.inc_value("kc/discovery/link_denied")
                 continue
+            if page is None and self.queue_full() and self.defer(source, key):
+                continue  # recorded on this page or an earlier one
             request = self.request_for(source, link, depth)
             if request is not None:
                 requests.append(request)

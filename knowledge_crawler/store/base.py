@@ -533,6 +533,25 @@ class Store(abc.ABC):
         by then (a redirected or refused URL waits for its ``next_due_at``)."""
 
     @abc.abstractmethod
+    def frontier_due(
+        self,
+        source_id: str,
+        *,
+        due_by: str,
+        after: tuple[int, str] | None = None,
+        limit: int = 2000,
+    ) -> list[FrontierAdd]:
+        """Up to ``limit`` URLs of ``source_id`` known and not stored that are due by
+        ``due_by``, by depth then canonical URL, after ``after`` (the ``(depth,
+        canonical_url)`` of the last one of the page before): the crawl state read a page
+        at a time, so that a crawl never holds all of it."""
+
+    @abc.abstractmethod
+    def frontier_waiting(self, source_ids: Sequence[str], *, due_by: str) -> list[tuple[str, str]]:
+        """``(source_id, canonical_url)`` of the URLs known and not stored that are not
+        due by ``due_by`` (redirected and refused URLs waiting for their time)."""
+
+    @abc.abstractmethod
     def archived_pages(self, source_ids: Sequence[str]) -> list[ArchivedPage]:
         """Every stored page of these sources (any status), with its archive location
         (None when it has none), earliest ``first_seen_at`` first (ties by id): the order

@@ -1070,6 +1070,36 @@ class SqlStore(Store):
         )
         return [FrontierAdd(*row) for row in rows]
 
+    def frontier_due(
+        self,
+        source_id: str,
+        *,
+        due_by: str,
+        after: tuple[int, str] | None = None,
+        limit: int = 2000,
+    ) -> list[FrontierAdd]:
+        depth, key = after if after is not None else (-1, "")
+        rows = self._read(
+            "SELECT source_id, canonical_url, url, adapter, discovered_at, depth, lastmod, "
+            "found_on, next_due_at FROM frontier WHERE source_id = ? "
+            "AND (depth, canonical_url) > (CAST(? AS INTEGER), CAST(? AS TEXT)) "
+            "AND (next_due_at IS NULL OR next_due_at <= CAST(? AS TEXT)) "
+            "ORDER BY depth, canonical_url LIMIT ?",
+            (source_id, depth, key, due_by, limit),
+            what="cannot read the frontier of",
+        )
+        return [FrontierAdd(*row) for row in rows]
+
+    def frontier_waiting(self, source_ids: Sequence[str], *, due_by: str) -> list[tuple[str, str]]:
+        rows = self._of_sources(
+            "SELECT source_id, canonical_url FROM frontier WHERE source_id {sources} "
+            "AND next_due_at > CAST(? AS TEXT)",
+            source_ids,
+            "cannot read the frontier of",
+            after=(due_by,),
+        )
+        return [(row[0], row[1]) for row in rows]
+
     def archived_pages(self, source_ids: Sequence[str]) -> list[ArchivedPage]:
         rows = self._of_sources(_ARCHIVED, source_ids, "cannot read the pages of")
         return [

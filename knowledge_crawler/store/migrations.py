@@ -597,6 +597,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0011_url_state", _URL_STATE),
     Migration("0012_page_events", _PAGE_EVENTS),
     Migration("0013_leases", _LEASES),
+    # the crawl state read a page at a time, shallowest first (frontier_due)
+    Migration(
+        "0014_frontier_scan",
+        ("CREATE INDEX idx_frontier_scan ON frontier (source_id, depth, canonical_url)",),
+    ),
 )
 
 

@@ -5,11 +5,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from knowledge_crawler.testsite import TestSite
-from tests.helpers import coroutine_test, last_run, pages_by_url, query, run_crawl, site_key
+from tests.helpers import (
+    coroutine_test,
+    crawl_settings,
+    last_run,
+    pages_by_url,
+    query,
+    run_crawl,
+    site_key,
+)
 
 pytestmark = pytest.mark.crawl
 
@@ -109,3 +118,53 @@ async def test_urls_that_wait_together_for_robots_txt_are_all_judged_by_it(
     assert query(db_url, "SELECT canonical_url FROM pages") == []
     refused = query(db_url, "SELECT reason FROM frontier WHERE state = 'refused'")
     assert [r["reason"] for r in refused] == ["Forbidden by robots.txt"] * len(private)
+
+
+async def crawl_watching_the_queue(db_url: str, seeds: str, **settings: Any) -> tuple[Any, int]:
+    """A crawl in-process, and the most requests its queue held at once."""
+    from scrapy import signals
+    from scrapy.crawler import AsyncCrawlerRunner
+
+    from knowledge_crawler.spiders.knowledge import KnowledgeSpider
+
+    crawler = AsyncCrawlerRunner(crawl_settings(db_url, **settings)).create_crawler(KnowledgeSpider)
+    queued = [0]
+
+    def scheduled() -> None:
+        stats = crawler.stats
+        enqueued = stats.get_value("scheduler/enqueued", 0)
+        queued.append(enqueued - stats.get_value("scheduler/dequeued", 0))
+
+    crawler.signals.connect(scheduled, signal=signals.request_scheduled)
+    await crawler.crawl_async(seeds=seeds)
+    return crawler, max(queued)
+
+
+@coroutine_test
+async def test_a_full_queue_leaves_links_to_the_crawl_state_and_loses_none(
+    db_url: str, tmp_path: Path
+) -> None:
+    # The queue is only a cache of the crawl state: with room for 6 requests, links found
+    # while it is full are recorded, not requested, and requested from the crawl state as
+    # it drains. The crawl stores what an unbounded one stores, with no page twice.
+    whole = f"sqlite:///{tmp_path}/whole.db"
+    with TestSite(pages=300) as site:
+        unbounded, most = await crawl_watching_the_queue(
+            whole, site.url, KC_QUEUE_MEMORY_REQUESTS=0, KC_ARCHIVE_DIR=str(tmp_path / "a1")
+        )
+        crawler, held = await crawl_watching_the_queue(
+            db_url, site.url, KC_QUEUE_MEMORY_REQUESTS=6, KC_ARCHIVE_DIR=str(tmp_path / "a2")
+        )
+    stats = crawler.stats.get_stats()
+    assert stats["kc/outcome"] == "finished"
+    assert stats["kc/crawl_state/deferred"] > 0
+    assert set(pages_by_url(db_url)) == set(pages_by_url(whole))
+    # no page fetched twice: no more downloads than the unbounded crawl made (which
+    # may make one more: an alias that redirects to a page it had already requested)
+    responses = "downloader/response_status_count/200"
+    assert stats[responses] <= unbounded.stats.get_value(responses)
+    # the queue held no more than its bound (requests built for several pages at once
+    # count before they are queued), where the unbounded crawl queued most of the site
+    assert held <= 6 and most > 100
+    discovered = "SELECT COUNT(*) AS n FROM frontier WHERE state = 'discovered'"
+    assert query(db_url, discovered) == query(whole, discovered)
