@@ -42,12 +42,56 @@ from _common import crawl_argv, doc_parser, run_sampled  # noqa: E402
 TARGET_PEAK_MIB = 1024
 FANOUT = 20
 SAMPLE_SECONDS = 0.5
-_WORDS = (
-    "river stone lantern orbit meadow copper signal harbor quartz willow ember falcon "
-    "glacier prism tundra violet canyon delta summit marble beacon cedar comet dune "
-    "fjord grove horizon island jungle kelp lagoon mesa nebula oasis pebble quiver "
-    "reef savanna tide umbra valley wharf yarrow zephyr anchor basalt cobalt drift"
-).split()
+_WORDS = [
+    "river",
+    "stone",
+    "lantern",
+    "orbit",
+    "meadow",
+    "copper",
+    "signal",
+    "harbor",
+    "quartz",
+    "willow",
+    "ember",
+    "falcon",
+    "glacier",
+    "prism",
+    "tundra",
+    "violet",
+    "canyon",
+    "delta",
+    "summit",
+    "marble",
+    "beacon",
+    "cedar",
+    "comet",
+    "dune",
+    "fjord",
+    "grove",
+    "horizon",
+    "island",
+    "jungle",
+    "kelp",
+    "lagoon",
+    "mesa",
+    "nebula",
+    "oasis",
+    "pebble",
+    "quiver",
+    "reef",
+    "savanna",
+    "tide",
+    "umbra",
+    "valley",
+    "wharf",
+    "yarrow",
+    "zephyr",
+    "anchor",
+    "basalt",
+    "cobalt",
+    "drift",
+]
 
 
 def article(i: int) -> bytes:
@@ -55,7 +99,8 @@ def article(i: int) -> bytes:
     alike, so none is a near duplicate of another) and links to its FANOUT children."""
     digest = hashlib.sha256(str(i).encode()).digest() * 4
     words = [_WORDS[b % len(_WORDS)] for b in digest[:90]]
-    links = "".join(f'<li><a href="/u/{i * FANOUT + j + 1}">page {i * FANOUT + j + 1}</a></li>' for j in range(FANOUT))
+    children = range(i * FANOUT + 1, i * FANOUT + FANOUT + 1)
+    links = "".join(f'<li><a href="/u/{c}">page {c}</a></li>' for c in children)
     return (
         f"<!doctype html><html><head><title>Page {i}</title></head><body>"
         f"<nav><a href='/'>home</a></nav><main><article><h1>Page {i}</h1>"

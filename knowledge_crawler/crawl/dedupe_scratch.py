@@ -18,12 +18,12 @@ One thread at a time uses it (the dedupe pipeline's thread).
 from __future__ import annotations
 
 import pickle
-import sqlite3
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from typing import Any, Generic, TypeVar
 
 import numpy as np
 
+from knowledge_crawler.crawl.scratch import Writes, connect_scratch
 from knowledge_crawler.sync.dedupe import DuplicateState, Key
 from knowledge_crawler.transform.minhash import (
     MinHashParams,
@@ -43,8 +43,6 @@ V = TypeVar("V")
 
 #: SQLite's page cache for the scratch database, KiB (its memory, whatever the pages)
 CACHE_KIB = 16 * 1024
-#: writes between two commits: a commit hands SQLite's dirty pages to the file
-COMMIT_EVERY = 20_000
 #: signatures decoded and banded together while an index is restored
 _RESTORE_CHUNK = 4096
 _MISSING: Any = object()
@@ -73,23 +71,6 @@ def _blob_dup(blob: bytes) -> DuplicateState:
     return DuplicateState(*pickle.loads(blob))
 
 
-class _Writes:
-    """The scratch database's one open transaction, committed every ``COMMIT_EVERY``
-    writes so that dirty pages leave SQLite's cache for the file."""
-
-    def __init__(self, con: sqlite3.Connection) -> None:
-        self.con = con
-        self.count = 0
-        con.execute("BEGIN")
-
-    def done(self, n: int = 1) -> None:
-        self.count += n
-        if self.count >= COMMIT_EVERY:
-            self.count = 0
-            self.con.execute("COMMIT")
-            self.con.execute("BEGIN")
-
-
 class ScratchMap(MutableMapping[K, V], Generic[K, V]):
     """A dict in a table ``(k TEXT PRIMARY KEY, v)``, keys and values through codecs.
 
@@ -97,7 +78,7 @@ class ScratchMap(MutableMapping[K, V], Generic[K, V]):
 
     def __init__(
         self,
-        writes: _Writes,
+        writes: Writes,
         table: str,
         key: tuple[Callable[[K], str], Callable[[str], K]],
         value: tuple[Callable[[V], Any], Callable[[Any], V]],
@@ -171,7 +152,7 @@ class ScratchMap(MutableMapping[K, V], Generic[K, V]):
 class _ScratchDependents:
     """Representative -> its duplicates, as ``(rep, k)`` rows."""
 
-    def __init__(self, writes: _Writes) -> None:
+    def __init__(self, writes: Writes) -> None:
         self._con = writes.con
         self._writes = writes
         self._con.execute(
@@ -206,7 +187,7 @@ class ScratchNearDuplicateIndex:
     A signature of a text without words is kept but never matches anything.
     """
 
-    def __init__(self, writes: _Writes, name: str, params: MinHashParams) -> None:
+    def __init__(self, writes: Writes, name: str, params: MinHashParams) -> None:
         self.params = params
         self._con = con = writes.con
         self._writes = writes
@@ -368,16 +349,9 @@ class ScratchDedupeState:
     def __init__(self, cache_kib: int = CACHE_KIB, *, max_bytes: int | None = None) -> None:
         """``max_bytes``: the largest the file may grow; past it a write fails with
         ``sqlite3.OperationalError`` ("database or disk is full"), as on a full disk."""
-        con = sqlite3.connect("", isolation_level=None, check_same_thread=False)
-        con.execute("PRAGMA journal_mode = OFF")
-        con.execute("PRAGMA synchronous = OFF")
-        con.execute("PRAGMA locking_mode = EXCLUSIVE")
-        con.execute(f"PRAGMA cache_size = -{int(cache_kib)}")
-        if max_bytes is not None:
-            (page,) = con.execute("PRAGMA page_size").fetchone()
-            con.execute(f"PRAGMA max_page_count = {max(1, int(max_bytes) // int(page))}")
+        con = connect_scratch(cache_kib, max_bytes=max_bytes)
         self._con = con
-        self._writes = _Writes(con)
+        self._writes = Writes(con)
         key_codec = (_key_text, _text_key)
         self.rank: ScratchMap[Key, int] = ScratchMap(
             self._writes, "rank", key_codec, (_same, _same)

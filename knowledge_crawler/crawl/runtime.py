@@ -33,13 +33,13 @@ from scrapy.linkextractors import IGNORED_EXTENSIONS
 from scrapy.settings import BaseSettings
 
 from knowledge_crawler.config import KcConfig, display_url
+from knowledge_crawler.crawl.known import KnownPages
 from knowledge_crawler.crawl.stage_pool import StagePool
 from knowledge_crawler.errors import ConfigError, LeaseHeldError, StoreError, TransientStoreError
 from knowledge_crawler.sources import Source
 from knowledge_crawler.store import (
     HEAD_COUNTERS,
     FetchFailure,
-    KnownPage,
     Lease,
     LeaseHolder,
     LeaseKeeper,
@@ -284,7 +284,7 @@ class Runtime:
         self.run_id: int | None = None
         #: the stored pages of this crawl's sources (validators, hash, interval), by key;
         #: loaded once, off the reactor thread, by :meth:`load_known`
-        self.known: dict[tuple[str, str], KnownPage] = {}
+        self.known = KnownPages(self.config.known_memory_pages)
         #: the retry state of the sources' failed pages, by key (loaded with ``known``;
         #: the retry middleware keeps it current during the crawl)
         self.attempts: dict[tuple[str, str], AttemptState] = {}
@@ -310,20 +310,23 @@ class Runtime:
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
-    async def load_known(self) -> dict[tuple[str, str], KnownPage]:
+    async def load_known(self) -> KnownPages:
         """Read the stored pages of the crawl's sources once, on a worker thread."""
         if self._known_loaded is None:
             self._known_loaded = asyncio.get_running_loop().create_future()
             ids = sorted(self.sources)
             store = self.store
             try:
-                pages, failed = await asyncio.to_thread(
-                    lambda: (list(store.known_pages(ids)), store.fetch_attempts(ids))
-                )
+                known = self.known
+
+                def load() -> list[FetchFailure]:
+                    known.extend(store.known_pages(ids))  # streamed, into the map
+                    return store.fetch_attempts(ids)
+
+                failed = await asyncio.to_thread(load)
             except BaseException as exc:
                 self._known_loaded.set_exception(exc)
                 raise
-            self.known = {page.key: page for page in pages}
             self.failed = failed
             self.attempts = {
                 f.key: AttemptState(
@@ -573,6 +576,7 @@ class Runtime:
             try:
                 await self._release_lease()
             finally:
+                self.known.close()
                 self.store.close()
             _RUNTIMES.pop(self.crawler, None)
 

@@ -994,17 +994,19 @@ class SqlStore(Store):
         )
 
     def known_pages(self, source_ids: Sequence[str]) -> Iterator[KnownPage]:
-        rows = self._of_sources(
+        if not source_ids:
+            return
+        fragment, params = self.db.in_list(list(source_ids), "TEXT")
+        sql = (
             "SELECT source_id, canonical_url, final_url, etag, last_modified, content_hash, "
             "depth, check_interval, last_changed_at, next_check_at, status, status_reason, "
-            "status_evidence FROM page_meta "
-            "WHERE source_id {sources} "
-            "ORDER BY next_check_at IS NOT NULL, next_check_at, id",
-            source_ids,
-            "cannot read the pages of",
+            f"status_evidence FROM page_meta WHERE source_id {fragment} "
+            "ORDER BY next_check_at IS NOT NULL, next_check_at, id"
         )
-        for row in rows:
-            yield KnownPage(*row)
+        # streamed: a crawl of a million stored pages never holds their rows at once
+        with self._guard("cannot read the pages of"), self.db.reader() as reader:
+            for row in reader.stream(sql, params):
+                yield KnownPage(*row)
 
     def checkpoints(self, source_id: str) -> dict[str, str]:
         rows = self._read(

@@ -21,17 +21,23 @@ key = site_key
 pages = pages_by_url
 
 
+#: a crawl whose known pages are in their temporary file and whose queue holds 8 requests
+#: (KnownPages, KC_QUEUE_MEMORY_REQUESTS) decides exactly as one that holds everything
+SMALL_MEMORY = {"KC_KNOWN_MEMORY_PAGES": "0", "KC_QUEUE_MEMORY_REQUESTS": "8"}
+
+
+@pytest.mark.parametrize("memory", [{}, SMALL_MEMORY], ids=["in_memory", "small_memory"])
 @coroutine_test
 async def test_after_editing_five_pages_exactly_those_get_a_new_version(
-    site: TestSite, db_url: str
+    site: TestSite, db_url: str, memory: dict[str, str]
 ) -> None:
-    await run_crawl(db_url, seeds=site.url)
+    await run_crawl(db_url, memory, seeds=site.url)
     before = pages(db_url)
     articles = site.manifest()["articles"]
     edited = {key(site, articles[i]["path"]) for i in (3, 9, 14, 22, 31)}
     for i in (3, 9, 14, 22, 31):
         site.mutate(i, "text", copies=False)
-    crawler = await run_crawl(db_url, seeds=site.url)
+    crawler = await run_crawl(db_url, memory, seeds=site.url)
     after = pages(db_url)
     run = last_run(db_url)
 
