@@ -24,7 +24,7 @@ from typing import Any
 from knowledge_crawler.crawl.scratch import Writes, connect_scratch
 from knowledge_crawler.store import KnownPage
 
-__all__ = ["KnownPages"]
+__all__ = ["KnownPages", "RecentKeys", "SeenKeys"]
 
 Key = tuple[str, str]
 
@@ -173,3 +173,46 @@ class KnownPages:
         ).rowcount
         self._writes.done(len(rows))
         return added
+
+
+class SeenKeys:
+    """The keys a crawl has requested, held as their 64-bit hashes (about 65 bytes a key
+    instead of some 130 for the text): exact but for a hash collision, about one chance in
+    3 * 10**7 in a crawl of a million pages. A string's hash is computed once and kept by
+    the string, so a check costs what a set of strings costs."""
+
+    __slots__ = ("_hashes",)
+
+    def __init__(self) -> None:
+        self._hashes: set[int] = set()
+
+    def add(self, key: str) -> None:
+        self._hashes.add(hash(key))
+
+    def __contains__(self, key: object) -> bool:
+        return hash(key) in self._hashes
+
+    def __len__(self) -> int:
+        return len(self._hashes)
+
+
+class RecentKeys:
+    """The keys seen lately, at most ``limit`` of them (two generations of hashes: when the
+    newer one is full, the older is forgotten). For a check whose miss costs only some
+    repeated work, such as recording a link the crawl state already has."""
+
+    __slots__ = ("_half", "_new", "_old")
+
+    def __init__(self, limit: int = 200_000) -> None:
+        self._half = max(1, limit // 2)
+        self._new: set[int] = set()
+        self._old: set[int] = set()
+
+    def add(self, key: str) -> None:
+        if len(self._new) >= self._half:
+            self._old, self._new = self._new, set()
+        self._new.add(hash(key))
+
+    def __contains__(self, key: object) -> bool:
+        h = hash(key)
+        return h in self._new or h in self._old

@@ -47,6 +47,7 @@ from twisted.python.failure import Failure
 
 from knowledge_crawler import __version__, meta
 from knowledge_crawler.crawl.chromium import install_browser
+from knowledge_crawler.crawl.known import RecentKeys, SeenKeys
 from knowledge_crawler.crawl.runtime import SKIPPED_EXTENSIONS, runtime_for
 from knowledge_crawler.discovery.links import LinkRules
 from knowledge_crawler.errors import ConfigError
@@ -223,11 +224,13 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         self.job_id: str | None = kwargs.get("_job")
         self._slots: dict[str, str] = {}  # source id -> its own download slot
         self.sources: dict[str, Source] = {s.id: s for s in check_arguments(args)}
-        self._seen: dict[str, set[str]] = {sid: set() for sid in self.sources}
+        #: the pages requested in this crawl, by source
+        self._seen: dict[str, SeenKeys] = {sid: SeenKeys() for sid in self.sources}
         #: URLs the crawl state says are not due yet (redirected, refused), by source
         self._waiting: dict[str, set[str]] = {sid: set() for sid in self.sources}
         #: links recorded on a page this run (``PageItem.outlinks``), requested or not
-        self._recorded: dict[str, set[str]] = {sid: set() for sid in self.sources}
+        #: (the latest: recording one again is only a repeated write)
+        self._recorded: dict[str, RecentKeys] = {sid: RecentKeys() for sid in self.sources}
         #: _scoped_key of (source id, link), memoised: one lookup for a link seen before
         self._link_key = functools.lru_cache(maxsize=LINK_MEMO)(self._scoped_key)
         #: loggers whose level the crawl raised (see _skip_unlogged_records), with their own

@@ -11,6 +11,7 @@ from scrapy import signals
 from scrapy.http import Request, Response
 
 from knowledge_crawler import __version__
+from knowledge_crawler.crawl.known import SeenKeys
 from knowledge_crawler.errors import ConfigError
 from knowledge_crawler.spiders.knowledge import KnowledgeSpider, check_arguments
 from knowledge_crawler.testsite import TestSite
@@ -131,7 +132,7 @@ async def test_a_source_with_its_own_politeness_gets_one_slot_for_all_its_hosts(
     # the same slot for any host of the source, subdomains included
     source = spider.sources["polite"]
     for url in (site.url + "a", site.url.replace("127.0.0.1", "news.127.0.0.1") + "b"):
-        spider._seen["polite"].clear()
+        spider._seen["polite"] = SeenKeys()  # as if not requested yet
         request = spider.request_for(source, url, depth=1)
         assert request is not None and request.meta["download_slot"] == "kc:polite"
     assert crawler.settings.getdict("DOWNLOAD_SLOTS")["kc:polite"] == {

@@ -61,3 +61,28 @@ def test_it_answers_as_a_dict_does_in_memory_and_on_disk(memory_pages: int) -> N
 def test_a_page_under_another_key_is_refused() -> None:
     with pytest.raises(ValueError):
         KnownPages()[("s", "https://example.com/x")] = page(1)
+
+
+def test_seen_keys_are_exact_for_the_keys_added() -> None:
+    from knowledge_crawler.crawl.known import SeenKeys
+
+    seen = SeenKeys()
+    keys = [f"https://example.com/p/{i}" for i in range(20_000)]
+    for key in keys[::2]:
+        seen.add(key)
+    seen.add(keys[0])
+    assert len(seen) == 10_000
+    assert all(key in seen for key in keys[::2])
+    assert not any(key in seen for key in keys[1::2])
+
+
+def test_recent_keys_hold_at_most_their_limit_and_the_newest() -> None:
+    from knowledge_crawler.crawl.known import RecentKeys
+
+    recent = RecentKeys(limit=100)
+    keys = [f"https://example.com/p/{i}" for i in range(1000)]
+    for key in keys:
+        recent.add(key)
+    held = [key for key in keys if key in recent]
+    assert 50 <= len(held) <= 100
+    assert held == keys[-len(held) :]  # the newest, in one run
