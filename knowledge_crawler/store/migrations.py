@@ -559,6 +559,24 @@ CREATE TABLE leases (
 """,
 )
 
+# Stored outlinks (F-STATE): the in-scope link targets of each stored page, by canonical
+# URL, replaced when its content is written (new or changed, not on a 304), in the
+# page's transaction. ``canonical``: the target is (also) what the page's
+# ``rel=canonical`` names. They give representatives their inlink counts (the index)
+# and a 304 page its links.
+_OUTLINKS: tuple[str, ...] = (
+    """
+CREATE TABLE outlinks (
+    source_id  TEXT NOT NULL,
+    from_url   TEXT NOT NULL,
+    to_url     TEXT NOT NULL,
+    canonical  INTEGER NOT NULL DEFAULT 0 CHECK (canonical IN (0, 1)),
+    PRIMARY KEY (source_id, from_url, to_url)
+)
+""",
+    "CREATE INDEX idx_outlinks_to ON outlinks (source_id, to_url)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "0001_pages_runs_quarantine",
@@ -597,6 +615,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0011_url_state", _URL_STATE),
     Migration("0012_page_events", _PAGE_EVENTS),
     Migration("0013_leases", _LEASES),
+    Migration("0014_outlinks", _OUTLINKS),
 )
 
 
