@@ -181,7 +181,12 @@ class DedupePipeline(KcPipeline):
             # page is not judged a copy of what it used to be.
             _, released = decider.decide(requested, "", None, 0)
         decision, changes = decider.decide(
-            (item.source_id, item.canonical_url), item.content_hash, item.minhash, item.word_count
+            (item.source_id, item.canonical_url),
+            item.content_hash,
+            item.minhash,
+            item.word_count,
+            links=item.links,
+            canonical=item.canonical_link,
         )
         return decision, released + changes, decider.examined - examined
 

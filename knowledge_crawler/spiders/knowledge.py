@@ -57,7 +57,7 @@ from knowledge_crawler.store import utc_now
 from knowledge_crawler.sync.retry import AttemptState, limit_kind
 from knowledge_crawler.transform.canonical import canonical_url, fetch_url
 from knowledge_crawler.transform.extract import decode_html, looks_like_html
-from knowledge_crawler.transform.links import link_targets, page_link_urls
+from knowledge_crawler.transform.links import canonical_link, link_targets, page_link_urls
 from knowledge_crawler.transform.selector import selector_xpath
 
 logger = logging.getLogger(__name__)
@@ -620,9 +620,13 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             stats.inc_value("kc/discovery/link_selector_empty")
         requests: list[Request] = []
         outlinks = item.outlinks
+        targets: list[str] = []  # every in-scope link, known or not: the stored outlinks
         for link in links:
             key = self._link_key(source.id, link)
-            if key is None or key in seen:
+            if key is None:
+                continue
+            targets.append(key)
+            if key in seen:
                 continue
             if key not in recorded and (source.id, key) not in known:
                 recorded.add(key)
@@ -642,6 +646,11 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
                 requests.append(request)
         if outlinks:
             stats.inc_value("kc/crawl_state/links_recorded", len(outlinks))
+        item.links = targets
+        if item.html is not None:
+            canonical = canonical_link(item.html, item.final_url)
+            if canonical is not None:
+                item.canonical_link = self._link_key(source.id, canonical)
         return requests
 
     def _redirect_outcome(

@@ -461,7 +461,9 @@ class DedupePolicy:
             for namer in self._named_by.of(key):
                 changes += self._resettle(namer)
             if links is not None:
-                for target in sorted({(key[0], url) for url in links} - {key}):
+                # as the store counts them: each target once, what rel=canonical names too
+                urls = {*links, *([canonical] if canonical is not None else [])}
+                for target in sorted({(key[0], url) for url in urls} - {key}):
                     self._inlinks[target] = self._inlinks.get(target, 0) + 1
                     if target in self._duplicates:
                         changes += self._resettle(target)
