@@ -584,6 +584,11 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             content_selector=self.content_selector if is_html else None,
             extra=extra,
         )
+        if item.html is not None:
+            # what the page's rel=canonical names, for dedupe (a regex over its head)
+            canonical = canonical_link(item.html, response.url)
+            if canonical is not None:
+                item.canonical_link = self._link_key(source.id, canonical)
         if follow and self.links_later:
             # The stage middleware reads the links, from a stage worker's parse of the page
             # when there is one, and yields their requests right after the page.
@@ -647,10 +652,6 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         if outlinks:
             stats.inc_value("kc/crawl_state/links_recorded", len(outlinks))
         item.links = targets
-        if item.html is not None:
-            canonical = canonical_link(item.html, item.final_url)
-            if canonical is not None:
-                item.canonical_link = self._link_key(source.id, canonical)
         return requests
 
     def _redirect_outcome(

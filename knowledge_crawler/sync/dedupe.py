@@ -393,6 +393,18 @@ class DedupePolicy:
             )
         return len(rank)
 
+    def reconcile(self) -> list[Reassignment]:
+        """After :meth:`restore`: decide again the clusters whose stored representative is
+        not the preferred page by the stored signals (links that moved since it was
+        decided, a page its rel=canonical names stored since); the new decisions.
+        Costs one comparison per stored duplicate."""
+        changes: list[_Change] = []
+        for key in list(self._duplicates):
+            dup = self._duplicates.get(key)
+            if dup is not None and self.preference(key) < self.preference(dup.rep):
+                changes += self._resettle(key)
+        return _net(changes, None)
+
     def move_to(self, state: DedupeState) -> None:
         """Carry everything this policy knows over into ``state`` (empty), and keep it
         there from now on: the decisions stay exactly what they would have been."""
@@ -440,7 +452,7 @@ class DedupePolicy:
         ``links``: the canonical URLs (of the page's source) it links to, None when
         they were not read; they count as inlinks of their targets when the page is new
         to the policy. ``canonical``: the canonical URL its ``rel=canonical`` names
-        (None: none), when ``links`` were read.
+        (None: none, or not read when ``links`` is None too).
 
         Returns the page's decision and the new decisions about other pages that
         it caused (displaced holders, duplicates of a representative that moved or
@@ -448,13 +460,15 @@ class DedupePolicy:
         """
         new = key not in self._rank
         self._rank.setdefault(key, len(self._rank))
-        if links is not None:
-            self._set_canonical(key, canonical)
+        named = links is not None or canonical is not None
+        renamed = named and self._set_canonical(key, canonical)
         previous = self._hash_of.get(key)
         moved = previous is not None and previous != content_hash
         decision = self._judge(key, content_hash, minhash, words)
         changes = self._reevaluate(key) if self._released(decision, words, moved) else []
         changes += self._settle_displaced()
+        if renamed and decision == REPRESENTATIVE:
+            changes += self._resettle(key)  # less preferred now: a duplicate may take over
         if new:
             # signals that moved now that this page is known: the pages that name it as
             # their canonical URL, and the pages it links to
@@ -503,19 +517,21 @@ class DedupePolicy:
 
     # -- internals --------------------------------------------------------------
 
-    def _set_canonical(self, key: Key, url: str | None) -> None:
-        """Record what ``key``'s ``rel=canonical`` names (its own URL or none: nothing)."""
+    def _set_canonical(self, key: Key, url: str | None) -> bool:
+        """Record what ``key``'s ``rel=canonical`` names (its own URL or none: nothing);
+        True when that changed."""
         old = self._canonical_of.get(key)
         if url == key[1]:
             url = None
         if old == url:
-            return
+            return False
         if old is not None:
             self._named_by.discard((key[0], old), key)
             del self._canonical_of[key]
         if url is not None:
             self._canonical_of[key] = url
             self._named_by.add((key[0], url), key)
+        return True
 
     def _resettle(self, key: Key) -> list[_Change]:
         """The signals of ``key`` moved: if it is a duplicate now preferred over its
@@ -639,7 +655,7 @@ class DedupePolicy:
         return changes
 
 
-def _net(changes: list[_Change], decided: Key) -> list[Reassignment]:
+def _net(changes: list[_Change], decided: Key | None) -> list[Reassignment]:
     """One reassignment per page other than ``decided``, from its first to its last
     decision, in the order the pages first changed; none where they are equal."""
     first: dict[Key, Decision] = {}

@@ -15,6 +15,7 @@ URL. The order (SPEC F-PIPELINE 5, issue 23):
 
 from __future__ import annotations
 
+import functools
 import re
 from urllib.parse import parse_qsl, urlsplit
 
@@ -40,6 +41,7 @@ _PAGE_SEGMENT = re.compile(r"/(?:page|p|pages)/\d+/?$")
 _VARIANT_FILE = re.compile(r"[./_-](?:amp|print|printable)(?:\.[a-z0-9]+)?$", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=4096)
 def url_signals(url: str) -> tuple[int, int]:
     """``(variant, path length)`` of ``url``: 1 when it carries a print, AMP, mobile or
     page-variant marker (else 0), and the length of its path (``/`` is 1)."""

@@ -465,6 +465,43 @@ def test_inlinks_restored_from_the_store_count() -> None:
     assert decide_with(policy, b, A) == (REPRESENTATIVE, [Reassignment(a, exact(b))])
 
 
+def test_restored_signals_that_moved_are_reconciled_once() -> None:
+    """Stored decisions made before the signals moved (links replaced, a canonical
+    target stored since): reconcile() decides those clusters again, the rest stays."""
+    policy = policy_of(DEFAULT)
+    a, b, c, d = url("/doc/aaa"), url("/doc/bbb"), url("/doc/ccc"), url("/doc/ddd")
+    policy.restore(
+        [
+            known(a, A),
+            dataclasses.replace(known(b, A, exact(a)), inlinks=3),
+            dataclasses.replace(known(c, B), canonical_link=d[1]),
+            known(d, B, exact(c)),
+            known(url("/doc/eee"), C),
+        ]
+    )
+    assert policy.reconcile() == [
+        Reassignment(b, REPRESENTATIVE),
+        Reassignment(a, exact(b)),
+        Reassignment(d, REPRESENTATIVE),
+        Reassignment(c, exact(d)),
+    ]
+    assert policy.reconcile() == []
+    assert decide_with(policy, c, B, canonical=d[1]) == (exact(d), [])
+
+
+def test_a_representative_whose_canonical_comes_to_name_another_page_yields() -> None:
+    policy = policy_of(DEFAULT)
+    a, b, other = url("/doc/aaa"), url("/doc/bbb"), url("/doc/zzz")
+    decide_with(policy, other, B)
+    decide_with(policy, a, A)
+    assert decide_with(policy, b, A)[0] == exact(a)
+    # a now says its canonical URL is another page: b takes the cluster over
+    assert decide_with(policy, a, A, canonical=other[1]) == (
+        exact(b),
+        [Reassignment(b, REPRESENTATIVE)],
+    )
+
+
 def test_a_clean_url_is_preferred_to_a_print_amp_or_page_variant() -> None:
     for variant in ("/amp/acorn", "/acorn?amp", "/acorn?page=2", "/acorn/page/2"):
         policy = policy_of(DEFAULT)
