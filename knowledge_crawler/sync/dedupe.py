@@ -502,6 +502,10 @@ class DedupePolicy:
     def __len__(self) -> int:
         return len(self._rank)
 
+    def inlinks(self, key: Key) -> int:
+        """Distinct known pages linking to ``key``, as the policy counts them."""
+        return self._inlinks.get(key, 0)
+
     def preference(self, key: Key) -> Preference:
         """The sort key of a known page among copies (smaller: preferred)."""
         canonical = self._canonical_of.get(key)
