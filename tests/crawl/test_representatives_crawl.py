@@ -53,11 +53,50 @@ async def test_a_print_copy_seen_first_is_the_duplicate_of_its_article(
     found = [json.loads(line) for line in result.output.splitlines()]
     assert found and found[0]["canonical_url"] == article
     assert all(r["canonical_url"] != printed for r in found)
-    clusters = CliRunner().invoke(cli, ["duplicates", "--db", db_url, "--json"])
-    assert clusters.exit_code == 0, clusters.output
-    assert article in clusters.output
+    # the duplicates listing names the article as the cluster's representative, and no
+    # duplicate points at a page that is itself a duplicate
+    listed = CliRunner().invoke(cli, ["duplicates", "--db", db_url, "--json"])
+    assert listed.exit_code == 0, listed.output
+    clusters = {
+        c["representative"]["canonical_url"]: {d["canonical_url"] for d in c["duplicates"]}
+        for c in json.loads(listed.output)
+    }
+    assert printed in clusters[article] and printed not in clusters
+    stats = CliRunner().invoke(cli, ["stats", "--db", db_url, "--json"])
+    assert stats.exit_code == 0, stats.output
+    assert json.loads(stats.output)["sanity"]["chained_duplicates"] == 0
 
     # a second crawl, restored from the store, changes nothing
     again = await run_crawl(db_url, seeds=f"{root}{dup['path']},{site.url}")
     assert decisions(db_url) == got
     assert again.stats.get_value("kc/dedupe/reassigned", 0) == 0
+
+
+@coroutine_test
+async def test_a_near_copy_seen_first_gives_way_to_the_more_linked_article(
+    site: TestSite, db_url: str
+) -> None:
+    """The /syndicated/ near copy (no rel=canonical) is crawled first: the article, with
+    more pages linking to it, ends as the representative, the copy as its near
+    duplicate."""
+    manifest = site.manifest()
+    dup = manifest["near_duplicates"][0]
+    copy, article = site_key(site, dup["path"]), site_key(site, dup["of"])
+    await run_crawl(db_url, seeds=f"{site.url.rstrip('/')}{dup['path']},{site.url}")
+
+    [first] = query(db_url, "SELECT canonical_url FROM pages ORDER BY first_seen_at, id LIMIT 1")
+    assert first["canonical_url"] == copy
+    got = decisions(db_url)
+    rep, kind, score = got[copy]
+    assert (rep, kind) == (article, "near") and 0.85 <= score < 1.0
+    assert got[article] == (None, None, None)
+    inlinks = {
+        r["to_url"]: r["n"]
+        for r in query(
+            db_url,
+            "SELECT to_url, count(*) AS n FROM outlinks WHERE to_url IN (?, ?) GROUP BY to_url",
+            copy,
+            article,
+        )
+    }
+    assert inlinks[article] > inlinks.get(copy, 0)
