@@ -294,6 +294,9 @@ class MemoryDedupeState:
         return cast(PolicyIndex, index)
 
 
+#: the first-seen rank of a page the policy does not know
+_UNKNOWN_RANK = 1 << 62
+
 #: (page, decision before, decision after)
 _Change = tuple[Key, Decision, Decision]
 
@@ -507,7 +510,9 @@ class DedupePolicy:
         return self._inlinks.get(key, 0)
 
     def preference(self, key: Key) -> Preference:
-        """The sort key of a known page among copies (smaller: preferred)."""
+        """The sort key of a page among copies (smaller: preferred). A page the policy
+        does not know (the representative of a stored duplicate that is no longer
+        active) ranks after every known one."""
         canonical = self._canonical_of.get(key)
         names_other = canonical is not None and (key[0], canonical) in self._rank
         variant, length = url_signals(key[1])
@@ -516,7 +521,7 @@ class DedupePolicy:
             inlinks=self._inlinks.get(key, 0),
             variant=variant,
             path_length=length,
-            rank=self._rank[key],
+            rank=self._rank.get(key, _UNKNOWN_RANK),
         )
 
     # -- internals --------------------------------------------------------------

@@ -489,6 +489,17 @@ def test_restored_signals_that_moved_are_reconciled_once() -> None:
     assert decide_with(policy, c, B, canonical=d[1]) == (exact(d), [])
 
 
+def test_a_duplicate_of_a_page_no_longer_restored_represents_itself() -> None:
+    """The stored representative is not active any more (not restored): reconcile()
+    ranks it after every known page, so its duplicate is a representative again."""
+    policy = policy_of(DEFAULT)
+    gone, copy = url("/doc/gone"), url("/doc/copy")
+    policy.restore([known(copy, A, exact(gone))])
+    assert policy.reconcile() == [Reassignment(copy, REPRESENTATIVE)]
+    assert policy.reconcile() == []
+    assert decide_with(policy, copy, A) == (REPRESENTATIVE, [])
+
+
 def test_a_representative_whose_canonical_comes_to_name_another_page_yields() -> None:
     policy = policy_of(DEFAULT)
     a, b, other = url("/doc/aaa"), url("/doc/bbb"), url("/doc/zzz")
