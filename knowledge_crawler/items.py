@@ -83,6 +83,12 @@ class PageItem:
     #: ``(canonical URL, URL, reason)`` of the new in-scope links refused before any
     #: request (robots.txt): recorded as refused with the page
     refused_links: list[tuple[str, str, str]] = field(default_factory=list)
+    #: the canonical URLs of all the page's in-scope links, known or not (its stored
+    #: outlinks, and inlinks of their targets for dedupe); None: its links were not read
+    links: list[str] | None = None
+    #: the canonical URL its ``<link rel=canonical>`` names, when in scope (read with
+    #: its links)
+    canonical_link: str | None = None
     #: stages 1-4 worked out ahead in a worker process (``transform.stages.Prepared``);
     #: each stage takes its result from it while its input is what the worker saw
     prepared: Any = None

@@ -25,7 +25,10 @@ __all__ = ["duplicates"]
 def duplicates(database: str, kind: str | None, as_json: bool, limit: int) -> None:
     """List duplicate clusters: each representative with the pages marked duplicate of it.
 
-    A representative is the page seen first. Exact duplicates share its content
+    A representative is chosen by signals: not a page whose rel=canonical names
+    another stored page, then the most pages linking to it, then a URL without
+    print/AMP/mobile/page markers, then the shorter path, then the page seen
+    first. Exact duplicates share its content
     hash; near duplicates have an estimated word-shingle Jaccard similarity of at
     least the source's near_duplicate_threshold (shown as the score).
     """

@@ -57,6 +57,9 @@ class DedupeEntry:
     new: bool
     producer: str
     seq: int
+    #: the page's in-scope links (canonical URLs), None: not read; its rel=canonical
+    links: tuple[str, ...] | None = None
+    canonical: str | None = None
 
     def fields(self) -> dict[str, bytes | str | int]:
         out: dict[str, bytes | str | int] = {
@@ -70,6 +73,10 @@ class DedupeEntry:
         }
         if self.minhash is not None:
             out["m"] = self.minhash
+        if self.links is not None:
+            out["l"] = "\n".join(self.links)
+        if self.canonical is not None:
+            out["c"] = self.canonical
         return out
 
     @classmethod
@@ -82,6 +89,10 @@ class DedupeEntry:
             new=fields[b"n"] == b"1",
             producer=fields[b"p"].decode(),
             seq=int(fields[b"q"]),
+            links=tuple(filter(None, fields[b"l"].decode().split("\n")))
+            if b"l" in fields
+            else None,
+            canonical=fields[b"c"].decode() if b"c" in fields else None,
         )
 
 
@@ -137,7 +148,14 @@ class SharedDedupe:
     # -- judging -----------------------------------------------------------------
 
     def decide(
-        self, key: Key, content_hash: str, minhash: bytes | None, words: int
+        self,
+        key: Key,
+        content_hash: str,
+        minhash: bytes | None,
+        words: int,
+        *,
+        links: Iterable[str] | None = None,
+        canonical: str | None = None,
     ) -> tuple[Decision, list[Reassignment]]:
         """Append this page to the log, apply the log up to it, and return its decision.
 
@@ -145,7 +163,15 @@ class SharedDedupe:
         which this process writes; entries of other processes are applied only.
         """
         entry = DedupeEntry(
-            key, content_hash, minhash, words, key not in self.policy, self.member, next(self._seq)
+            key,
+            content_hash,
+            minhash,
+            words,
+            key not in self.policy,
+            self.member,
+            next(self._seq),
+            tuple(links) if links is not None else None,
+            canonical,
         )
         pipe = self.server.pipeline(transaction=True)
         pipe.xadd(self.stream, entry.fields())
@@ -171,7 +197,14 @@ class SharedDedupe:
             return None
         self._applied[entry.producer] = entry.seq
         examined = self.policy.examined
-        decided = self.policy.decide(entry.key, entry.content_hash, entry.minhash, entry.words)
+        decided = self.policy.decide(
+            entry.key,
+            entry.content_hash,
+            entry.minhash,
+            entry.words,
+            links=entry.links,
+            canonical=entry.canonical,
+        )
         if entry.producer != self.member:
             self.replayed += 1
         else:

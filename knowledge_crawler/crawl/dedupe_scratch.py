@@ -152,29 +152,27 @@ class ScratchMap(MutableMapping[K, V], Generic[K, V]):
 class _ScratchDependents:
     """Representative -> its duplicates, as ``(rep, k)`` rows."""
 
-    def __init__(self, writes: Writes) -> None:
+    def __init__(self, writes: Writes, table: str = "dependents") -> None:
         self._con = writes.con
         self._writes = writes
         self._con.execute(
-            "CREATE TABLE dependents (rep TEXT NOT NULL, k TEXT NOT NULL, PRIMARY KEY (rep, k))"
+            f"CREATE TABLE {table} (rep TEXT NOT NULL, k TEXT NOT NULL, PRIMARY KEY (rep, k))"
             " WITHOUT ROWID"
         )
+        self._add = f"INSERT OR IGNORE INTO {table} (rep, k) VALUES (?, ?)"
+        self._discard = f"DELETE FROM {table} WHERE rep = ? AND k = ?"
+        self._of = f"SELECT k FROM {table} WHERE rep = ?"
 
     def add(self, rep: Key, key: Key) -> None:
-        self._con.execute(
-            "INSERT OR IGNORE INTO dependents (rep, k) VALUES (?, ?)",
-            (_key_text(rep), _key_text(key)),
-        )
+        self._con.execute(self._add, (_key_text(rep), _key_text(key)))
         self._writes.done()
 
     def discard(self, rep: Key, key: Key) -> None:
-        self._con.execute(
-            "DELETE FROM dependents WHERE rep = ? AND k = ?", (_key_text(rep), _key_text(key))
-        )
+        self._con.execute(self._discard, (_key_text(rep), _key_text(key)))
         self._writes.done()
 
     def of(self, rep: Key) -> list[Key]:
-        rows = self._con.execute("SELECT k FROM dependents WHERE rep = ?", (_key_text(rep),))
+        rows = self._con.execute(self._of, (_key_text(rep),))
         return [_text_key(text) for (text,) in rows.fetchall()]
 
 
@@ -366,6 +364,13 @@ class ScratchDedupeState:
             self._writes, "duplicates", key_codec, (_dup_blob, _blob_dup)
         )
         self.dependents = _ScratchDependents(self._writes)
+        self.inlinks: ScratchMap[Key, int] = ScratchMap(
+            self._writes, "inlinks", key_codec, (_same, _same)
+        )
+        self.canonical_of: ScratchMap[Key, str] = ScratchMap(
+            self._writes, "canonical_of", key_codec, (_same, _same)
+        )
+        self.named_by = _ScratchDependents(self._writes, "named_by")
         self._indexes = 0
 
     def restore_index(

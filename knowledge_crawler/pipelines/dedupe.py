@@ -73,6 +73,9 @@ class DedupePipeline(KcPipeline):
     _scratch: ScratchDedupeState | None = None
     #: why that file can no longer be used, once it failed (the crawl is stopping)
     _broken: str | None = None
+    #: clusters decided again at restore (their signals moved since they were stored):
+    #: written with the first page decided
+    _pending: list[Reassignment] = []
 
     async def open_spider(self) -> None:
         # The state is restored from what is stored once no other writer can change it.
@@ -122,6 +125,8 @@ class DedupePipeline(KcPipeline):
         try:
             if not self._shared_mode:
                 restored = self.policy.restore(rows)
+                self._pending = self.policy.reconcile()
+                self.stats.set_value("kc/dedupe/reconciled", len(self._pending))
             else:
                 self.shared = SharedDedupe(self.policy, self._server, self._stream, self._member)
                 restored = self.shared.restore(rows)
@@ -181,7 +186,12 @@ class DedupePipeline(KcPipeline):
             # page is not judged a copy of what it used to be.
             _, released = decider.decide(requested, "", None, 0)
         decision, changes = decider.decide(
-            (item.source_id, item.canonical_url), item.content_hash, item.minhash, item.word_count
+            (item.source_id, item.canonical_url),
+            item.content_hash,
+            item.minhash,
+            item.word_count,
+            links=item.links,
+            canonical=item.canonical_link,
         )
         return decision, released + changes, decider.examined - examined
 
@@ -257,6 +267,12 @@ class DedupePipeline(KcPipeline):
         )
         if decision.kind:
             self.inc(f"dedupe/{decision.kind}")
+        if self._pending:
+            # the restore's new decisions go first, in this page's transaction; one about
+            # this page itself is its record's (decided since)
+            key = (item.source_id, item.canonical_url)
+            changes = [c for c in self._pending if c.key != key] + changes
+            self._pending = []
         self.inc("dedupe/reassigned", len(changes))
         item.dedupe_updates = [duplicate_update(change) for change in changes]
         return item

@@ -130,6 +130,8 @@ def to_record(item: PageItem, **schedule: Any) -> PageRecord:
         archive_offset=item.archive_offset,
         passages=PassageRecord.of(item.passages),
         extra=item.extra,
+        outlinks=item.links,
+        canonical_link=item.canonical_link if item.links is not None else None,
         **schedule,
     )
 

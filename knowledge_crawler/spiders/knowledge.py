@@ -58,7 +58,7 @@ from knowledge_crawler.store import KnownPage, utc_now
 from knowledge_crawler.sync.retry import AttemptState, limit_kind
 from knowledge_crawler.transform.canonical import canonical_url, fetch_url
 from knowledge_crawler.transform.extract import decode_html, looks_like_html
-from knowledge_crawler.transform.links import link_targets, page_link_urls
+from knowledge_crawler.transform.links import canonical_link, link_targets, page_link_urls
 from knowledge_crawler.transform.selector import selector_xpath
 
 logger = logging.getLogger(__name__)
@@ -758,6 +758,11 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             content_selector=self.content_selector if is_html else None,
             extra=extra,
         )
+        if item.html is not None:
+            # what the page's rel=canonical names, for dedupe (a regex over its head)
+            canonical = canonical_link(item.html, response.url)
+            if canonical is not None:
+                item.canonical_link = self._link_key(source.id, canonical)
         if follow and self.links_later:
             # The stage middleware reads the links, from a stage worker's parse of the page
             # when there is one, and yields their requests right after the page.
@@ -794,9 +799,13 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             stats.inc_value("kc/discovery/link_selector_empty")
         requests: list[Request] = []
         outlinks = item.outlinks
+        targets: list[str] = []  # every in-scope link, known or not: the stored outlinks
         for link in links:
             key = self._link_key(source.id, link)
-            if key is None or key in seen:
+            if key is None:
+                continue
+            targets.append(key)
+            if key in seen:
                 continue
             page = known.get((source.id, key))
             if page is not None and self._start_requests(page, self._known_from):
@@ -821,6 +830,7 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
                 requests.append(request)
         if outlinks:
             stats.inc_value("kc/crawl_state/links_recorded", len(outlinks))
+        item.links = targets
         return requests
 
     def _redirect_outcome(

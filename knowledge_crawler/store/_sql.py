@@ -12,12 +12,14 @@ __all__ = [
     "ADVANCE",
     "CHANGES",
     "COUNT_RUN",
+    "DROP_OUTLINKS",
     "EVENT",
     "EXPORT",
     "EXPORT_PASSAGES",
     "FAILURE",
     "FRONTIER_ADD",
     "PAGE_COLUMNS",
+    "PUT_OUTLINK",
     "REDIRECT_PAGE",
     "SAVE_VERSIONS",
     "SET_DUPLICATE",
@@ -37,6 +39,11 @@ PAGE_COLUMNS = (
     "first_seen_at, last_seen_at, last_checked_at, last_changed_at, next_check_at, "
     "check_interval, depth, archive_file, archive_offset, extra"
 )
+
+#: a page's stored outlinks, before its new ones are written (``(source_id, from_url)``)
+DROP_OUTLINKS = "DELETE FROM outlinks WHERE source_id = ? AND from_url = ?"
+#: one outlink row (``core.outlink_rows``)
+PUT_OUTLINK = "INSERT INTO outlinks (source_id, from_url, to_url, canonical) VALUES (?, ?, ?, ?)"
 
 # What a record sets on its stored page's row (``m``; ``d``: its representative, NULL for
 # none). Metadata is rewritten on every visit; ``last_changed_at`` moves only with the

@@ -140,6 +140,12 @@ class PageRecord:
     #: (a re-extraction); the record is written only if the page is still so stored,
     #: else skipped and reported ``stale`` (None: written whatever is stored)
     read_state: tuple[str, str] | None = None
+    #: the canonical URLs (same source, in scope) the page links to; they replace the
+    #: stored ones when the page's content is written (new, or its hash moved). None:
+    #: its links were not read, the stored ones stay
+    outlinks: Sequence[str] | None = None
+    #: the canonical URL its ``rel=canonical`` names (stored with the outlinks)
+    canonical_link: str | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -411,6 +417,10 @@ class DedupeRow:
     duplicate_score: float | None = None
     minhash: bytes | None = None
     minhash_params: str | None = None
+    #: the canonical URL its ``rel=canonical`` names, when another page's
+    canonical_link: str | None = None
+    #: distinct stored pages linking to it (from stored outlinks)
+    inlinks: int = 0
 
     @property
     def key(self) -> tuple[str, str]:

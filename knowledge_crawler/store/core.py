@@ -63,7 +63,15 @@ from knowledge_crawler.store.leases import Lease, LeaseHolder, expiry
 #: why a duplicate update was not applied: it was decided with a record left out as stale
 STORED_SINCE_READ = "its page was stored anew since it was read"
 
-__all__ = ["SqlStore", "claims", "page_params", "passage_rows", "record_json", "storable"]
+__all__ = [
+    "SqlStore",
+    "claims",
+    "outlink_rows",
+    "page_params",
+    "passage_rows",
+    "record_json",
+    "storable",
+]
 
 Key = tuple[str, str]
 
@@ -82,6 +90,14 @@ _LEASE_COLUMNS = ", ".join(f.name for f in fields(Lease))
 _DEDUPE_COLUMNS = (
     "{p}.source_id, {p}.canonical_url, {p}.content_hash, {p}.word_count, "
     "r.source_id, r.canonical_url, {p}.duplicate_kind, {p}.duplicate_score"
+)
+# A page's representative signals from the stored outlinks: what its rel=canonical
+# names, and how many distinct pages link to it (``idx_outlinks_to``).
+_SIGNALS = (
+    "(SELECT o.to_url FROM outlinks o WHERE o.source_id = {p}.source_id "
+    "AND o.from_url = {p}.canonical_url AND o.canonical = 1), "
+    "(SELECT count(*) FROM outlinks o WHERE o.source_id = {p}.source_id "
+    "AND o.to_url = {p}.canonical_url)"
 )
 
 _ARCHIVED = """
@@ -147,6 +163,17 @@ def passage_rows(rec: PageRecord) -> Iterator[dict[str, Any]]:
         }
 
 
+def outlink_rows(rec: PageRecord) -> list[tuple[str, str, str, int]]:
+    """A record's ``outlinks`` rows: ``(source_id, from_url, to_url, canonical)``, each
+    target once, the page itself left out; its ``rel=canonical`` target marked (added
+    when it is not a link of the page)."""
+    targets = dict.fromkeys(rec.outlinks or (), 0)
+    if rec.canonical_link is not None:
+        targets[rec.canonical_link] = 1
+    targets.pop(rec.canonical_url, None)
+    return [(rec.source_id, rec.canonical_url, to, flag) for to, flag in targets.items()]
+
+
 def record_json(rec: PageRecord) -> str:
     """``rec`` as one line of JSON (MinHash bytes as hex), as ``quarantine`` keeps it."""
     return json.dumps(record_dict(rec), default=repr, ensure_ascii=False)
@@ -171,7 +198,8 @@ def claims(operations: Iterable[Operation]) -> list[str]:
 
 
 def _dedupe_row(row: Sequence[Any]) -> DedupeRow:
-    source_id, url, digest, words, rep_source, rep_url, kind, score, minhash, params = row
+    source_id, url, digest, words, rep_source, rep_url, kind, score, minhash, params = row[:10]
+    canonical_link, inlinks = row[10:] if len(row) > 10 else (None, 0)
     return DedupeRow(
         source_id=source_id,
         canonical_url=url,
@@ -182,6 +210,8 @@ def _dedupe_row(row: Sequence[Any]) -> DedupeRow:
         duplicate_score=score,
         minhash=bytes(minhash) if minhash is not None else None,
         minhash_params=params,
+        canonical_link=canonical_link,
+        inlinks=int(inlinks or 0),
     )
 
 
@@ -378,6 +408,8 @@ class SqlStore(Store):
                 # its representative comes later in the run: not stored yet, so none
                 params = {**params, "dup_source": None, "dup_url": None}
             prior = priors.get(key)
+            if rec.outlinks is not None and (prior is None or prior[1] != rec.content_hash):
+                writes.outlinks.append(rec)  # new content: its links replace the stored
             if prior is None:
                 result.inserted.append(key)
                 writes.new.append(params)
@@ -960,7 +992,7 @@ class SqlStore(Store):
     def dedupe_state(self, *, signatures: bool = True) -> Iterator[DedupeRow]:
         minhash = "p.minhash, p.minhash_params" if signatures else "NULL, NULL"
         rows = self._read(
-            f"SELECT {_DEDUPE_COLUMNS.format(p='p')}, {minhash} "
+            f"SELECT {_DEDUPE_COLUMNS.format(p='p')}, {minhash}, {_SIGNALS.format(p='p')} "
             "FROM pages p LEFT JOIN page_meta r ON r.id = p.duplicate_of "
             "WHERE p.status = 'active' ORDER BY p.first_seen_at, p.id",
             what="cannot read the pages of",
@@ -970,8 +1002,8 @@ class SqlStore(Store):
 
     def dependents(self, key: tuple[str, str]) -> list[DedupeRow]:
         rows = self._read(
-            f"SELECT {_DEDUPE_COLUMNS.format(p='d')}, d.minhash, d.minhash_params "
-            "FROM pages d JOIN page_meta r ON r.id = d.duplicate_of "
+            f"SELECT {_DEDUPE_COLUMNS.format(p='d')}, d.minhash, d.minhash_params, "
+            f"{_SIGNALS.format(p='d')} FROM pages d JOIN page_meta r ON r.id = d.duplicate_of "
             "WHERE r.source_id = ? AND r.canonical_url = ? AND d.status = 'active' "
             "ORDER BY d.first_seen_at, d.id",
             key,

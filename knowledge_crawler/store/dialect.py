@@ -85,9 +85,11 @@ class PageWrites:
     passages: list[PageRecord] = field(default_factory=list)
     #: ids of the stored pages, by key
     ids: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: records whose outlinks replace the page's (``core.outlink_rows``)
+    outlinks: list[PageRecord] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.new or self.updates or self.contents or self.passages)
+        return bool(self.new or self.updates or self.contents or self.passages or self.outlinks)
 
 
 class Dialect(abc.ABC):
@@ -193,7 +195,8 @@ class Dialect(abc.ABC):
     @abc.abstractmethod
     def write_pages(self, writes: PageWrites, now: str) -> None:
         """Write a run of page records in bulk, in this order: the versions (from the rows
-        as stored), the new pages' rows, the stored pages' rows, contents, passages."""
+        as stored), the new pages' rows, the stored pages' rows, contents, passages,
+        outlinks (``core.outlink_rows``, replacing the page's)."""
 
     @abc.abstractmethod
     def search(

@@ -559,6 +559,24 @@ CREATE TABLE leases (
 """,
 )
 
+# Stored outlinks (F-STATE): the in-scope link targets of each stored page, by canonical
+# URL, replaced when its content is written (new or changed, not on a 304), in the
+# page's transaction. ``canonical``: the target is (also) what the page's
+# ``rel=canonical`` names. They give representatives their inlink counts (the index)
+# and a 304 page its links.
+_OUTLINKS: tuple[str, ...] = (
+    """
+CREATE TABLE outlinks (
+    source_id  TEXT NOT NULL,
+    from_url   TEXT NOT NULL,
+    to_url     TEXT NOT NULL,
+    canonical  INTEGER NOT NULL DEFAULT 0 CHECK (canonical IN (0, 1)),
+    PRIMARY KEY (source_id, from_url, to_url)
+)
+""",
+    "CREATE INDEX idx_outlinks_to ON outlinks (source_id, to_url)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "0001_pages_runs_quarantine",
@@ -602,6 +620,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         "0014_frontier_scan",
         ("CREATE INDEX idx_frontier_scan ON frontier (source_id, depth, canonical_url)",),
     ),
+    Migration("0015_outlinks", _OUTLINKS),
 )
 
 

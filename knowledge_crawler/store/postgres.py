@@ -44,7 +44,7 @@ from knowledge_crawler.errors import StoreError, TransientStoreError
 from knowledge_crawler.store import _sql
 from knowledge_crawler.store._report import search_result
 from knowledge_crawler.store.base import display_url, utc_now
-from knowledge_crawler.store.core import SqlStore, passage_rows
+from knowledge_crawler.store.core import SqlStore, outlink_rows, passage_rows
 from knowledge_crawler.store.dialect import Dialect, PageWrites, Params
 from knowledge_crawler.store.dialect import Row as DbRow
 from knowledge_crawler.store.migrations import (
@@ -493,6 +493,21 @@ class PostgresDialect(Dialect):
                     for p in passage_rows(rec):
                         p["page_id"] = ids[rec.key]
                         copy.write_row([p[name] for name in _PASSAGE_COLUMNS])
+        if writes.outlinks:
+            cur.execute(
+                "DELETE FROM outlinks o USING unnest(%s::text[], %s::text[]) AS k(s, u) "
+                "WHERE o.source_id = k.s AND o.from_url = k.u",
+                (
+                    [rec.source_id for rec in writes.outlinks],
+                    [rec.canonical_url for rec in writes.outlinks],
+                ),
+            )
+            with cur.copy(
+                "COPY outlinks (source_id, from_url, to_url, canonical) FROM STDIN"
+            ) as copy:
+                for rec in writes.outlinks:
+                    for link in outlink_rows(rec):
+                        copy.write_row(link)
 
     def search(
         self,

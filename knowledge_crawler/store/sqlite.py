@@ -26,7 +26,7 @@ from knowledge_crawler.errors import StoreError, TransientStoreError
 from knowledge_crawler.store import _sql
 from knowledge_crawler.store._report import search_result
 from knowledge_crawler.store.base import utc_now
-from knowledge_crawler.store.core import SqlStore, passage_rows
+from knowledge_crawler.store.core import SqlStore, outlink_rows, passage_rows
 from knowledge_crawler.store.dialect import Dialect, PageWrites, Params, Row
 from knowledge_crawler.store.migrations import Migration, pending_migrations
 
@@ -373,6 +373,11 @@ class SqliteDialect(Dialect):
             conn.executemany(_DROP_PASSAGES, [rec.key for rec in writes.passages])
             conn.executemany(
                 _PUT_PASSAGE, [p for rec in writes.passages for p in passage_rows(rec)]
+            )
+        if writes.outlinks:
+            conn.executemany(_sql.DROP_OUTLINKS, [rec.key for rec in writes.outlinks])
+            conn.executemany(
+                _sql.PUT_OUTLINK, [row for rec in writes.outlinks for row in outlink_rows(rec)]
             )
 
     def search(

@@ -9,15 +9,23 @@ The rules:
 * exact duplicate: another page seen earlier holds the same content hash;
 * near duplicate: an LSH candidate seen earlier whose estimated Jaccard with the
   page is >= the threshold of the page's source (the default for other sources);
-* the representative of a group is the page seen first (stored ``first_seen_at``
-  order, then processing order), and only representatives are indexed, so a page
-  is never the duplicate of a duplicate;
+* the representative of a group is the page preferred by its signals
+  (:mod:`knowledge_crawler.sync.representative`): not one whose ``rel=canonical``
+  names another known page, then the most distinct pages linking to it, then a URL
+  without print/AMP/mobile/page markers, then the shorter path, then the page seen
+  first (stored ``first_seen_at`` order, then processing order). Only
+  representatives are indexed, so a page is never the duplicate of a duplicate;
 * a page without words is no content: never a duplicate, never a representative;
-* when an older page becomes the representative of a content hash held by a newer
-  page, the newer page becomes its exact duplicate ("displaced"). Only the same
-  hash displaces: an older page that comes to say almost what a newer
-  representative says is a representative beside it until the newer page is
-  decided again (it then becomes the older page's near duplicate);
+* when a preferred page becomes the representative of a content hash held by a
+  less preferred page, that page becomes its exact duplicate ("displaced"); so
+  does a less preferred representative that it is a near duplicate of;
+* the signals move during a crawl: a page decided with its links adds one inlink to
+  each page it links to (once per page: the counts restored from the store already
+  hold the links of the stored pages), and a page that becomes known makes the pages
+  whose ``rel=canonical`` names it less preferred. A duplicate that comes to be
+  preferred over its representative takes its place, and a representative that comes
+  to be less preferred than one of its duplicates gives its place up: the cluster is
+  decided again, and the changes are reported with the page being decided;
 * when a representative stops representing what its duplicates were decided
   against (its content moved, it became a duplicate or empty), those duplicates are
   decided again with their own current content, and only the decisions that
@@ -32,6 +40,7 @@ from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Protocol, cast
 
+from knowledge_crawler.sync.representative import Preference, preference, url_signals
 from knowledge_crawler.transform.minhash import (
     MemoryNearDuplicateIndex,
     MinHashParams,
@@ -99,6 +108,10 @@ class StoredPage(Protocol):
     def minhash(self) -> bytes | None: ...
     @property
     def minhash_params(self) -> str | None: ...
+    @property
+    def canonical_link(self) -> str | None: ...
+    @property
+    def inlinks(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +126,10 @@ class KnownPage:
     duplicate_score: float | None = None
     minhash: bytes | None = None
     minhash_params: str | None = None
+    #: the canonical URL its ``rel=canonical`` names (same source), None: none
+    canonical_link: str | None = None
+    #: distinct stored pages linking to it
+    inlinks: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +219,21 @@ class DedupeState(Protocol):
         """Representative -> the pages that are its duplicates now."""
         ...
 
+    @property
+    def inlinks(self) -> MutableMapping[Key, int]:
+        """Distinct known pages linking to a page (absent: none)."""
+        ...
+
+    @property
+    def canonical_of(self) -> MutableMapping[Key, str]:
+        """The URL a page's ``rel=canonical`` names, when not the page's own."""
+        ...
+
+    @property
+    def named_by(self) -> Dependents:
+        """URL key -> the pages whose ``rel=canonical`` names it."""
+        ...
+
     def restore_index(
         self,
         params: MinHashParams,
@@ -247,6 +279,9 @@ class MemoryDedupeState:
         self.by_hash: dict[str, Key] = {}
         self.duplicates: dict[Key, DuplicateState] = {}
         self.dependents = _MemoryDependents()
+        self.inlinks: dict[Key, int] = {}
+        self.canonical_of: dict[Key, str] = {}
+        self.named_by = _MemoryDependents()
 
     def restore_index(
         self,
@@ -258,6 +293,9 @@ class MemoryDedupeState:
         index = MemoryNearDuplicateIndex.restore(params, rows, allow_rebanding=allow_rebanding)
         return cast(PolicyIndex, index)
 
+
+#: the first-seen rank of a page the policy does not know
+_UNKNOWN_RANK = 1 << 62
 
 #: (page, decision before, decision after)
 _Change = tuple[Key, Decision, Decision]
@@ -303,6 +341,9 @@ class DedupePolicy:
         self._by_hash = state.by_hash
         self._duplicates = state.duplicates
         self._dependents = state.dependents
+        self._inlinks = state.inlinks
+        self._canonical_of = state.canonical_of
+        self._named_by = state.named_by
         self._indexes: dict[float, PolicyIndex] = indexes
 
     # -- state from the store ---------------------------------------------------
@@ -326,6 +367,9 @@ class DedupePolicy:
             rank[key] = count
             count += 1
             hash_of[key] = digest
+            if page.inlinks:
+                self._inlinks[key] = page.inlinks
+            self._set_canonical(key, page.canonical_link)
             rep = page.duplicate_of
             if rep is None:
                 if page.word_count:
@@ -352,6 +396,18 @@ class DedupePolicy:
             )
         return len(rank)
 
+    def reconcile(self) -> list[Reassignment]:
+        """After :meth:`restore`: decide again the clusters whose stored representative is
+        not the preferred page by the stored signals (links that moved since it was
+        decided, a page its rel=canonical names stored since); the new decisions.
+        Costs one comparison per stored duplicate."""
+        changes: list[_Change] = []
+        for key in list(self._duplicates):
+            dup = self._duplicates.get(key)
+            if dup is not None and self.preference(key) < self.preference(dup.rep):
+                changes += self._resettle(key)
+        return _net(changes, None)
+
     def move_to(self, state: DedupeState) -> None:
         """Carry everything this policy knows over into ``state`` (empty), and keep it
         there from now on: the decisions stay exactly what they would have been."""
@@ -368,6 +424,11 @@ class DedupePolicy:
         for key, dup in old.duplicates.items():
             state.duplicates[key] = dup
             state.dependents.add(dup.rep, key)
+        for key, count in old.inlinks.items():
+            state.inlinks[key] = count
+        for key, url in old.canonical_of.items():
+            state.canonical_of[key] = url
+            state.named_by.add((key[0], url), key)
         indexed: list[tuple[Key, bytes, str]] = []
         index = self._indexes[self.params.threshold]
         fingerprint = self.params.fingerprint()
@@ -380,20 +441,49 @@ class DedupePolicy:
     # -- decisions --------------------------------------------------------------
 
     def decide(
-        self, key: Key, content_hash: str, minhash: bytes | None, words: int
+        self,
+        key: Key,
+        content_hash: str,
+        minhash: bytes | None,
+        words: int,
+        *,
+        links: Iterable[str] | None = None,
+        canonical: str | None = None,
     ) -> tuple[Decision, list[Reassignment]]:
         """Decide for ``key`` with this content, and update the state to match.
 
+        ``links``: the canonical URLs (of the page's source) it links to, None when
+        they were not read; they count as inlinks of their targets when the page is new
+        to the policy. ``canonical``: the canonical URL its ``rel=canonical`` names
+        (None: none, or not read when ``links`` is None too).
+
         Returns the page's decision and the new decisions about other pages that
-        it caused (displaced holders, duplicates of a representative that moved),
-        each page at most once, only where the decision changed.
+        it caused (displaced holders, duplicates of a representative that moved or
+        whose signals moved), each page at most once, only where the decision changed.
         """
+        new = key not in self._rank
         self._rank.setdefault(key, len(self._rank))
+        named = links is not None or canonical is not None
+        renamed = named and self._set_canonical(key, canonical)
         previous = self._hash_of.get(key)
         moved = previous is not None and previous != content_hash
         decision = self._judge(key, content_hash, minhash, words)
         changes = self._reevaluate(key) if self._released(decision, words, moved) else []
         changes += self._settle_displaced()
+        if renamed and decision == REPRESENTATIVE:
+            changes += self._resettle(key)  # less preferred now: a duplicate may take over
+        if new:
+            # signals that moved now that this page is known: the pages that name it as
+            # their canonical URL, and the pages it links to
+            for namer in self._named_by.of(key):
+                changes += self._resettle(namer)
+            if links is not None:
+                # as the store counts them: each target once, what rel=canonical names too
+                urls = {*links, *([canonical] if canonical is not None else [])}
+                for target in sorted({(key[0], url) for url in urls} - {key}):
+                    self._inlinks[target] = self._inlinks.get(target, 0) + 1
+                    if target in self._duplicates:
+                        changes += self._resettle(target)
         return self.decision(key), _net(changes, key)
 
     def threshold(self, source_id: str) -> float:
@@ -415,7 +505,69 @@ class DedupePolicy:
     def __len__(self) -> int:
         return len(self._rank)
 
+    def inlinks(self, key: Key) -> int:
+        """Distinct known pages linking to ``key``, as the policy counts them."""
+        return self._inlinks.get(key, 0)
+
+    def preference(self, key: Key) -> Preference:
+        """The sort key of a page among copies (smaller: preferred). A page the policy
+        does not know (the representative of a stored duplicate that is no longer
+        active) ranks after every known one."""
+        canonical = self._canonical_of.get(key)
+        names_other = canonical is not None and (key[0], canonical) in self._rank
+        variant, length = url_signals(key[1])
+        return preference(
+            names_other=names_other,
+            inlinks=self._inlinks.get(key, 0),
+            variant=variant,
+            path_length=length,
+            rank=self._rank.get(key, _UNKNOWN_RANK),
+        )
+
     # -- internals --------------------------------------------------------------
+
+    def _set_canonical(self, key: Key, url: str | None) -> bool:
+        """Record what ``key``'s ``rel=canonical`` names (its own URL or none: nothing);
+        True when that changed."""
+        old = self._canonical_of.get(key)
+        if url == key[1]:
+            url = None
+        if old == url:
+            return False
+        if old is not None:
+            self._named_by.discard((key[0], old), key)
+            del self._canonical_of[key]
+        if url is not None:
+            self._canonical_of[key] = url
+            self._named_by.add((key[0], url), key)
+        return True
+
+    def _resettle(self, key: Key) -> list[_Change]:
+        """The signals of ``key`` moved: if it is a duplicate now preferred over its
+        representative, or a representative now less preferred than one of its
+        duplicates, its cluster is decided again."""
+        dup = self._duplicates.get(key)
+        if dup is not None:
+            if self.preference(key) >= self.preference(dup.rep):
+                return []
+            before = dup.decision
+            decision = self._judge(key, dup.content_hash, dup.minhash, dup.words)
+            changes: list[_Change] = []
+            if decision != before:
+                changes.append((key, before, decision))
+            changes += self._settle_displaced()
+            return changes
+        deps = self._dependents.of(key)
+        if not deps:
+            return []
+        mine = self.preference(key)
+        if all(self.preference(d) >= mine for d in deps):
+            return []
+        # a duplicate is preferred now: each is decided again, the preferred one takes over
+        changes = []
+        for dep in sorted(deps, key=self.preference):
+            changes += self._resettle(dep)
+        return changes
 
     def _judge(self, key: Key, digest: str, minhash: bytes | None, words: int) -> Decision:
         """Forget what ``key`` was, decide what it is with this content, record it."""
@@ -423,23 +575,29 @@ class DedupePolicy:
         self._hash_of[key] = digest
         if not words:  # empty is no content: never a duplicate, never a representative
             return REPRESENTATIVE
-        rank = self._rank[key]
+        mine = self.preference(key)
         holder = self._by_hash.get(digest)
-        if holder is not None and self._rank[holder] < rank:
+        if holder is not None and self.preference(holder) < mine:
             return self._link(key, Decision(holder, EXACT, 1.0), digest, minhash, words)
         sig = decode(minhash) if minhash is not None else None
+        worse: list[Key] = []
         if sig is not None:
-            hits = [
-                (other, j)
-                for k, j in self._indexes[self.threshold(key[0])].query(sig)
-                if self._rank[other := k] < rank
-            ]
+            hits: list[tuple[Key, float, Preference]] = []
+            for other, j in self._indexes[self.threshold(key[0])].query(sig):
+                theirs = self.preference(other)
+                if theirs < mine:
+                    hits.append((other, j, theirs))
+                else:
+                    worse.append(other)
             if hits:
-                best, score = min(hits, key=lambda hit: (-hit[1], self._rank[hit[0]]))
+                best, score, _ = min(hits, key=lambda hit: (-hit[1], hit[2]))
                 decision = Decision(best, NEAR, round(score, 4))
                 return self._link(key, decision, digest, minhash, words)
-        if holder is not None:  # a newer page held this content: it becomes our duplicate
+        if holder is not None:  # a less preferred page held this content: our duplicate now
             self._displaced.append((holder, key))
+        for other in worse:  # less preferred near copies: decided again, against this page
+            if other != holder:
+                self._displaced.append((other, key))
         self._by_hash[digest] = key
         if sig is not None:
             for index in self._indexes.values():
@@ -506,7 +664,7 @@ class DedupePolicy:
         return changes
 
 
-def _net(changes: list[_Change], decided: Key) -> list[Reassignment]:
+def _net(changes: list[_Change], decided: Key | None) -> list[Reassignment]:
     """One reassignment per page other than ``decided``, from its first to its last
     decision, in the order the pages first changed; none where they are equal."""
     first: dict[Key, Decision] = {}

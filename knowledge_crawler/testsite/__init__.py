@@ -20,7 +20,8 @@ URL layout (``<slug>`` is an article slug, see the manifest):
 * ``/articles/<slug>`` and ``/articles/<slug>/`` (same page, 200): the articles.  Any query
   string is ignored; links use tracking parameters, fragments, ``LOCALHOST``, trailing slashes,
   absolute, protocol-relative and relative forms.
-* ``/print/<slug>`` exact and ``/syndicated/<slug>`` near duplicates (one paragraph rewritten),
+* ``/print/<slug>`` exact (whose ``rel=canonical`` names the article) and
+  ``/syndicated/<slug>`` near duplicates (one paragraph rewritten),
   ``/private/<slug>`` (200, robots-disallowed), ``/redirect/<slug>`` (301 to the article).
 * ``/about`` (thin), ``/files/report.pdf``, ``/api/data.json``, ``/static/site.css``.
 * ``/__control/manifest``, ``/__control/hits`` and ``/__control/js-expected?i=N`` (GET) and

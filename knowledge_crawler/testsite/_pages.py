@@ -231,10 +231,11 @@ class Renderer:
         return "\n".join(parts)
 
     def article_page(self, view: ArticleView, mode: str = "article") -> str:
-        """``mode``: ``article`` (canonical), ``print`` (verbatim copy) or ``syndicated``."""
+        """``mode``: ``article`` (canonical), ``print`` (verbatim copy, whose
+        ``rel=canonical`` names the article, as real print pages do) or ``syndicated``."""
         meta = view.meta
         m = self.model
-        canonical = self.origin + meta.path if mode == "article" else None
+        canonical = self.origin + meta.path if mode in ("article", "print") else None
         tools = [f'<p class="tags">Filed under: {self._tag_links(meta.tags)}</p>']
         share_url = _attr(self.origin + meta.path)
         tools.append(

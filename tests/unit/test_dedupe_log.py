@@ -141,3 +141,34 @@ def test_an_entry_appended_twice_is_applied_once(redis_server: Any, redis_prefix
 def test_the_log_is_one_of_the_keys_a_crawl_clears() -> None:
     keys = CrawlKeys.of("kc", "knowledge")
     assert keys.dedupe == "kc:knowledge:dedupe" and keys.dedupe in keys.state
+
+
+def test_links_and_canonical_travel_through_the_log(redis_server: Any, redis_prefix: str) -> None:
+    """The signals one process read (a page's links, its rel=canonical) reach the other
+    processes' policies: a print copy decided by one gives way to the article decided
+    by the other, and inlinks counted in either process are counted in both."""
+    one = process(redis_server, redis_prefix, "one")
+    two = process(redis_server, redis_prefix, "two")
+    printed, article_ = key("print-a"), key("a")
+    assert one.decide(printed, A.digest, A.minhash, A.words, links=[], canonical=article_[1]) == (
+        REPRESENTATIVE,
+        [],
+    )
+    decision, changes = two.decide(article_, A.digest, A.minhash, A.words, links=[])
+    assert decision == REPRESENTATIVE
+    assert [(c.key, c.decision) for c in changes] == [(printed, exact(article_))]
+    # pages of both processes link to the copy: counted in both, but rel=canonical weighs
+    # more than inlinks, so the article stays the representative everywhere
+    one.decide(key("hub1"), B.digest, B.minhash, B.words, links=[printed[1]])
+    two.decide(key("hub2"), C.digest, C.minhash, C.words, links=[printed[1]])
+    one.decide(key("hub3"), EMPTY.digest, EMPTY.minhash, EMPTY.words)  # catch up
+    for shared in (one, two):
+        assert shared.policy.inlinks(printed) == 2
+        assert shared.policy.decision(article_) == REPRESENTATIVE
+        assert shared.policy.decision(printed) == exact(article_)
+    entry = DedupeEntry(key("x"), "h", None, 0, True, "p", 1, ("u1", "u2"), "c")
+    fields = {k.encode(): str(v).encode() for k, v in entry.fields().items()}
+    assert DedupeEntry.parse(fields) == entry
+    empty = DedupeEntry(key("x"), "h", None, 0, True, "p", 1, (), None)
+    fields = {k.encode(): str(v).encode() for k, v in empty.fields().items()}
+    assert DedupeEntry.parse(fields) == empty

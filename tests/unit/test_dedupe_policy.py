@@ -103,7 +103,9 @@ def policy_of(*args: Any, **kwargs: Any) -> DedupePolicy:
 
 
 def key(name: str, source: str = "s") -> Key:
-    return (source, f"https://example.com/{name}")
+    """A page's key; every path has one length, so that only the signals a test gives
+    (and first-seen order) tell pages apart."""
+    return (source, f"https://example.com/{name:_<12}")
 
 
 def decide(policy: DedupePolicy, k: Key, t: Text) -> tuple[Decision, list[Reassignment]]:
@@ -172,8 +174,15 @@ def test_the_representative_is_the_page_seen_first() -> None:
     policy.restore([known(key("p2"), B), known(key("p1"), C)])
     assert decide(policy, key("p1"), A) == (REPRESENTATIVE, [])
     assert decide(policy, key("new"), A) == (exact(key("p1")), [])
-    # p2 is older than p1: it is no duplicate of p1, even when it says almost the same
-    assert decide(policy, key("p2"), A1) == (REPRESENTATIVE, [])
+    # p2 is older than p1: it is no duplicate of p1 when it says almost the same; p1
+    # (and its copy) become near duplicates of it
+    assert decide(policy, key("p2"), A1) == (
+        REPRESENTATIVE,
+        [
+            Reassignment(key("p1"), near(key("p2"), A1, A)),
+            Reassignment(key("new"), near(key("p2"), A1, A)),
+        ],
+    )
     # then processing order among the pages new to this run
     decide(policy, key("n1"), C)
     assert decide(policy, key("n2"), C)[0] == exact(key("n1"))
@@ -298,13 +307,17 @@ def test_a_representative_that_becomes_a_duplicate_releases_its_duplicates() -> 
             known(key("d"), A1, exact(key("r"))),
         ]
     )
-    # the older page "a" now says almost what "r" says: it stays a representative
-    assert decide(policy, key("a"), A)[0] == REPRESENTATIVE
-    # "r" is fetched again, unchanged: it is now a near duplicate of the older "a"...
-    decision, changes = decide(policy, key("r"), A1)
-    assert decision == near(key("a"), A, A1)
-    # ... and its copy follows it to "a" instead of pointing at a duplicate.
-    assert changes == [Reassignment(key("d"), near(key("a"), A, A1))]
+    # the older page "a" now says almost what "r" says: "r" becomes its near duplicate,
+    # and the copy of "r" follows it to "a" instead of pointing at a duplicate
+    assert decide(policy, key("a"), A) == (
+        REPRESENTATIVE,
+        [
+            Reassignment(key("r"), near(key("a"), A, A1)),
+            Reassignment(key("d"), near(key("a"), A, A1)),
+        ],
+    )
+    # "r" fetched again, unchanged: still so, nothing else moves
+    assert decide(policy, key("r"), A1) == (near(key("a"), A, A1), [])
 
 
 def test_a_stored_chain_is_healed_when_touched() -> None:
@@ -389,3 +402,158 @@ def test_restored_dependents_cost_the_same() -> None:
         decide(policy, key(f"f{i}"), pages[i])
     decide(policy, key("rep"), C)
     assert policy.examined == 2
+
+
+# --------------------------------------------------------------------------- signals
+
+
+def url(path: str) -> Key:
+    return ("s", f"https://example.com{path}")
+
+
+def test_a_copy_naming_the_article_as_canonical_gives_way_to_it() -> None:
+    """The /print/ copy seen first, saying rel=canonical to the article: once the article
+    is decided, it represents the cluster and the copy is its exact duplicate."""
+    policy = policy_of(DEFAULT)
+    printed, article_ = url("/print/acorn"), url("/articles/acorn")
+    assert decide_with(policy, printed, A, canonical=article_[1]) == (REPRESENTATIVE, [])
+    decision, changes = decide_with(policy, article_, A, canonical=article_[1])
+    assert decision == REPRESENTATIVE
+    assert changes == [Reassignment(printed, exact(article_))]
+    assert policy.dependents(article_) == [printed]
+    # fetched again, nothing moves
+    assert decide_with(policy, printed, A, canonical=article_[1]) == (exact(article_), [])
+
+
+def test_a_canonical_naming_a_page_of_another_cluster_hands_the_cluster_over() -> None:
+    """A representative whose rel=canonical names a page that becomes known (another
+    content) is less preferred from then on: its duplicate takes over."""
+    policy = policy_of(DEFAULT)
+    first, second, target = url("/x/one"), url("/x/two"), url("/x/target")
+    decide_with(policy, first, A, canonical=target[1])
+    assert decide_with(policy, second, A)[0] == exact(first)
+    decision, changes = decide_with(policy, target, B)
+    assert decision == REPRESENTATIVE
+    assert changes == [
+        Reassignment(second, REPRESENTATIVE),
+        Reassignment(first, exact(second)),
+    ]
+
+
+def test_more_inlinks_win_and_the_choice_is_remade_when_they_move() -> None:
+    policy = policy_of(DEFAULT)
+    a, b = url("/doc/aaa"), url("/doc/bbb")
+    decide_with(policy, a, A)
+    assert decide_with(policy, b, A)[0] == exact(a)
+    # one page links to b: b has more inlinks than a, it takes the cluster over
+    decision, changes = decide_with(policy, url("/hub/one"), C, links=[b[1], b[1]])
+    assert decision == REPRESENTATIVE
+    assert changes == [Reassignment(b, REPRESENTATIVE), Reassignment(a, exact(b))]
+    # another links to a: one each, a was seen first: a again
+    decision, changes = decide_with(policy, url("/hub/two"), B, links=[a[1]])
+    assert changes == [Reassignment(a, REPRESENTATIVE), Reassignment(b, exact(a))]
+    # a page links to itself: not an inlink
+    assert decide_with(policy, url("/hub/aaa"), EMPTY, links=[url("/hub/aaa")[1]])[1] == []
+
+
+def test_inlinks_restored_from_the_store_count() -> None:
+    policy = policy_of(DEFAULT)
+    a, b = url("/doc/aaa"), url("/doc/bbb")
+    policy.restore([known(a, A), dataclasses.replace(known(b, A, exact(a)), inlinks=2)])
+    # the stored decision stands until the page is decided again
+    assert policy.decision(b) == exact(a)
+    assert decide_with(policy, b, A) == (REPRESENTATIVE, [Reassignment(a, exact(b))])
+
+
+def test_restored_signals_that_moved_are_reconciled_once() -> None:
+    """Stored decisions made before the signals moved (links replaced, a canonical
+    target stored since): reconcile() decides those clusters again, the rest stays."""
+    policy = policy_of(DEFAULT)
+    a, b, c, d = url("/doc/aaa"), url("/doc/bbb"), url("/doc/ccc"), url("/doc/ddd")
+    policy.restore(
+        [
+            known(a, A),
+            dataclasses.replace(known(b, A, exact(a)), inlinks=3),
+            dataclasses.replace(known(c, B), canonical_link=d[1]),
+            known(d, B, exact(c)),
+            known(url("/doc/eee"), C),
+        ]
+    )
+    assert policy.reconcile() == [
+        Reassignment(b, REPRESENTATIVE),
+        Reassignment(a, exact(b)),
+        Reassignment(d, REPRESENTATIVE),
+        Reassignment(c, exact(d)),
+    ]
+    assert policy.reconcile() == []
+    assert decide_with(policy, c, B, canonical=d[1]) == (exact(d), [])
+
+
+def test_a_duplicate_of_a_page_no_longer_restored_represents_itself() -> None:
+    """The stored representative is not active any more (not restored): reconcile()
+    ranks it after every known page, so its duplicate is a representative again."""
+    policy = policy_of(DEFAULT)
+    gone, copy = url("/doc/gone"), url("/doc/copy")
+    policy.restore([known(copy, A, exact(gone))])
+    assert policy.reconcile() == [Reassignment(copy, REPRESENTATIVE)]
+    assert policy.reconcile() == []
+    assert decide_with(policy, copy, A) == (REPRESENTATIVE, [])
+
+
+def test_a_representative_whose_canonical_comes_to_name_another_page_yields() -> None:
+    policy = policy_of(DEFAULT)
+    a, b, other = url("/doc/aaa"), url("/doc/bbb"), url("/doc/zzz")
+    decide_with(policy, other, B)
+    decide_with(policy, a, A)
+    assert decide_with(policy, b, A)[0] == exact(a)
+    # a now says its canonical URL is another page: b takes the cluster over
+    assert decide_with(policy, a, A, canonical=other[1]) == (
+        exact(b),
+        [Reassignment(b, REPRESENTATIVE)],
+    )
+
+
+def test_a_clean_url_is_preferred_to_a_print_amp_or_page_variant() -> None:
+    for variant in ("/amp/acorn", "/acorn?amp", "/acorn?page=2", "/acorn/page/2"):
+        policy = policy_of(DEFAULT)
+        decide_with(policy, url(variant), A)
+        clean = url("/articles/acorn/long/path")
+        assert decide_with(policy, clean, A) == (
+            REPRESENTATIVE,
+            [Reassignment(url(variant), exact(clean))],
+        ), variant
+    policy = policy_of(DEFAULT)
+    decide_with(policy, ("s", "https://m.example.com/acorn"), A)
+    assert decide_with(policy, ("s", "https://example.com/acorn/x"), A)[0] == REPRESENTATIVE
+
+
+def test_a_shorter_path_is_preferred_then_the_first_seen() -> None:
+    policy = policy_of(DEFAULT)
+    decide_with(policy, url("/a/long/path"), A)
+    assert decide_with(policy, url("/short"), A) == (
+        REPRESENTATIVE,
+        [Reassignment(url("/a/long/path"), exact(url("/short")))],
+    )
+    assert decide_with(policy, url("/other"), A)[0] == exact(url("/short"))
+    # near copies too: a preferred page that says almost the same takes the cluster
+    assert decide_with(policy, url("/s"), A1) == (
+        REPRESENTATIVE,
+        [
+            Reassignment(url("/short"), near(url("/s"), A1, A)),
+            Reassignment(url("/a/long/path"), near(url("/s"), A1, A)),
+            Reassignment(url("/other"), near(url("/s"), A1, A)),
+        ],
+    )
+
+
+def decide_with(
+    policy: DedupePolicy,
+    k: Key,
+    t: Text,
+    *,
+    links: list[str] | None = None,
+    canonical: str | None = None,
+) -> tuple[Decision, list[Reassignment]]:
+    return policy.decide(
+        k, t.digest, t.minhash, t.words, links=[] if links is None else links, canonical=canonical
+    )
