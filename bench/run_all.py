@@ -5,10 +5,10 @@
 Runs, each as a subprocess with this interpreter from the repository root:
 bench_extract.py, bench_minhash.py (always ``--quick``; skipped with a note if the file
 is missing), bench_store.py, bench_dedupe_restore.py, bench_crawl.py, bench_sync.py,
-bench_render.py, bench_search.py, bench_memory.py and bench_capacity.py (which also
-rewrites docs/scaling.md, but for ``--quick``); the crawl benchmark runs each scenario
+bench_render.py, bench_search.py, bench_memory.py, bench_scale.py and bench_capacity.py
+(which also rewrites docs/scaling.md, but for ``--quick``); the crawl benchmark runs each scenario
 twice and keeps the faster. ``--quick`` passes ``--quick`` to the store, restore, crawl,
-sync, render, search, memory and capacity benchmarks and
+sync, render, search, memory, scale and capacity benchmarks and
 ``--repeat 1`` to the extraction benchmark. Each script's markdown output is printed
 under a heading with the exact command and its duration; a script that fails is reported
 with its exit status and the tail of its stderr, and the others still run (exit status 1
@@ -46,6 +46,13 @@ BENCHMARKS: list[tuple[str, str, str, list[str], list[str]]] = [
     ("render", "Rendered crawl (Playwright, Chromium)", "bench_render.py", [], ["--quick"]),
     ("search", "Full-text search latency", "bench_search.py", [], ["--quick"]),
     ("memory", "Memory of a long crawl", "bench_memory.py", [], ["--quick"]),
+    (
+        "scale",
+        "A crawl whose database knows 1,000,000 URLs",
+        "bench_scale.py",
+        ["--seconds", "60"],
+        ["--quick"],
+    ),
     # the measured per-page costs and the capacity model built on them: docs/scaling.md
     ("capacity", "Per-page costs for capacity", "bench_capacity.py", ["--write"], ["--quick"]),
 ]
