@@ -51,6 +51,29 @@ def _atomic_file(path: Path) -> Iterator[IO[bytes]]:
         raise
 
 
+def check_output(output: Path, database: str, *, force: bool) -> None:
+    """Refuse (:class:`BadInput`) an ``--output`` that is the SQLite database ``database``
+    or one of its files (journal, WAL), whatever ``force`` says, or an existing file
+    without ``force``."""
+    if database.startswith("sqlite:///"):
+        db = Path(database.removeprefix("sqlite:///"))
+        own = [db.with_name(db.name + suffix) for suffix in ("", "-wal", "-shm", "-journal")]
+        if any(_same_file(output, path) for path in own):
+            raise BadInput(
+                f"refusing to write {output}: it is the database being exported, or one of "
+                "its files"
+            )
+    if output.exists() and not force:
+        raise BadInput(f"{output} exists; --force replaces it")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.samefile(b)
+    except OSError:  # one of them does not exist: the same path then
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
 @click.command("export")
 @database_option
 @click.option(
@@ -82,6 +105,7 @@ def _atomic_file(path: Path) -> Iterator[IO[bytes]]:
     metavar="FILE",
     help="Write to FILE (replaced whole, only once complete) instead of stdout.",
 )
+@click.option("--force", is_flag=True, help="Replace FILE if it exists (never the database).")
 def export(
     database: str,
     fmt: str,
@@ -91,6 +115,7 @@ def export(
     include_tombstoned: bool,
     passages: bool,
     output: Path | None,
+    force: bool,
 ) -> None:
     """Every stored page as one JSON object a line, for vector stores and agents.
 
@@ -106,7 +131,8 @@ def export(
     restored) from that time on, for an incremental load. Rows are read and
     written as they go, so memory stays flat however large the dataset.
     --output writes a temporary file beside FILE and renames it over FILE
-    once complete; a failed export leaves FILE as it was.
+    once complete; a failed export leaves FILE as it was. An existing FILE
+    is replaced only with --force, and the database being exported never.
 
     --passages writes one object per passage instead: passage_id (stable
     across runs while its text and headings stay), ord, heading_path,
@@ -115,6 +141,8 @@ def export(
     and duplicate_of: ready to embed, with the provenance to cite.
     """
     assert fmt in FORMATS  # click.Choice: only JSON Lines for now
+    if output is not None:
+        check_output(output, database, force=force)
     with open_existing_store(database) as store:
         rows = store.export_passages if passages else store.export_pages
         records = rows(

@@ -127,7 +127,7 @@ def test_only_jsonl_is_known(db: str) -> None:
 def test_output_file_is_written_whole(db: str, tmp_path: Path) -> None:
     target = tmp_path / "pages.jsonl"
     target.write_text("previous export\n")
-    code, out, err = export(db, "--output", str(target))
+    code, out, err = export(db, "--output", str(target), "--force")
     assert (code, out) == (0, "")
     assert err == f"exported 2 pages to {target}\n"
     assert urls(lines(target.read_text(encoding="utf-8"))) == ["p1", "p4"]
@@ -146,10 +146,40 @@ def test_a_failed_export_leaves_the_output_as_it_was(
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(export_module, "write_jsonl", fail_halfway)
-    result = CliRunner().invoke(cli, ["export", "--db", db, "-o", str(target)])
+    result = CliRunner().invoke(cli, ["export", "--db", db, "-o", str(target), "--force"])
     assert result.exit_code != 0
     assert target.read_text() == "previous export\n"
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("force", [[], ["--force"]], ids=["plain", "force"])
+@pytest.mark.parametrize("suffix", ["", "-wal"])
+def test_export_never_writes_over_the_database_it_reads(
+    db: str, suffix: str, force: list[str]
+) -> None:
+    # `export -o knowledge.db` replaced the dataset with its own JSON and exited 0
+    path = Path(db.removeprefix("sqlite:///") + suffix)
+    path.touch()
+    before = path.read_bytes()
+    code, out, err = export(db, "-o", str(path), *force)
+    assert code == 2 and out == ""
+    assert err == (
+        f"knowledge-crawler: error: refusing to write {path}: it is the database being "
+        f"exported, or one of its files\n"
+    )
+    assert path.read_bytes() == before
+    assert urls(lines(export(db)[1])) == ["p1", "p4"]  # the dataset is whole
+
+
+def test_an_existing_output_file_is_replaced_only_with_force(db: str, tmp_path: Path) -> None:
+    target = tmp_path / "pages.jsonl"
+    target.write_text("previous export\n")
+    code, out, err = export(db, "-o", str(target))
+    assert (code, out) == (2, "")
+    assert err == f"knowledge-crawler: error: {target} exists; --force replaces it\n"
+    assert target.read_text() == "previous export\n"
+    assert export(db, "-o", str(target), "--force")[0] == 0
+    assert urls(lines(target.read_text(encoding="utf-8"))) == ["p1", "p4"]
 
 
 def test_output_into_a_missing_folder_is_bad_input(db: str, tmp_path: Path) -> None:
