@@ -62,3 +62,22 @@ def test_stats_json(tmp_path: Path) -> None:
     assert report["sanity"]["chained_duplicates"] == 1
     [example] = report["sanity"]["chained_duplicate_examples"]
     assert example["canonical_url"] == "https://example.com/p3"
+
+
+def test_stats_human_shows_every_run_counter(tmp_path: Path) -> None:
+    # the text view left out conditional requests, retries and tombstones
+    url = database(tmp_path)
+    conn = sqlite3.connect(url.removeprefix("sqlite:///"))
+    conn.execute(
+        "UPDATE crawl_runs SET conditional_requests_sent = 7, retries_scheduled = 5, "
+        "tombstones_created = 3 WHERE id = 1"
+    )
+    conn.commit()
+    conn.close()
+    result = CliRunner().invoke(cli, ["stats", "--db", url])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    [header] = [line for line in lines if line.strip().startswith("run  started")]
+    [first] = [line for line in lines if line.strip().startswith("1 ")]
+    shown = dict(zip(header.split(), first.split(), strict=True))
+    assert (shown["conditional"], shown["retries"], shown["tombstoned"]) == ("7", "5", "3")
