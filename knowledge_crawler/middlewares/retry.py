@@ -86,7 +86,11 @@ class RetryMiddleware(SourceMiddleware):
         retry_after = parse_retry_after(_header(response, "Retry-After"), datetime.now(UTC))
         failure = Failure(response.status, f"http_{response.status}", retry_after)
         retried = await self._decide(request, failure, host_said_wait=retry_after)
-        return retried if retried is not None else response
+        if retried is None:
+            return response  # the spider sees it, and counts it
+        # a page's answer the spider never sees: counted here (responses_429 and the like)
+        self.inc(f"kc/fetch/status/{response.status}")
+        return retried
 
     async def process_exception(self, request: Request, exception: BaseException) -> Any:
         from scrapy.exceptions import IgnoreRequest

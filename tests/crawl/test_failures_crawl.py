@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from knowledge_crawler.testsite import TestSite
-from tests.helpers import coroutine_test, query, run_crawl, site_key
+from tests.helpers import coroutine_test, last_run, query, run_crawl, site_key
 
 pytestmark = pytest.mark.crawl
 
@@ -107,6 +107,12 @@ async def test_429_honours_retry_after_and_slows_the_host(
         assert page(db_url, site, path) is not None, path
     assert crawler.stats.get_value("kc/retry/slowed_down", 0) >= 1
     assert crawler.stats.get_value("kc/retry/waited_ms", 0) >= 1000  # Retry-After >= 1 s
+    # every 429 the pages answered is counted, the retried ones too (each page: its 429s,
+    # then one 200); responses_429 used to stay 0 when the retry succeeded
+    served = {f["name"]: f for f in site.manifest()["faults"]}
+    answered_429 = sum(served[f["name"]]["hits"] - 1 for f in rate_limited)
+    assert answered_429 >= len(paths)
+    assert last_run(db_url)["responses_429"] == answered_429
 
 
 @coroutine_test
