@@ -240,7 +240,28 @@ def clean(text: str) -> str:
     if text[pos : pos + 9].upper() == "<!DOCTYPE":
         end = _doctype_end(text, pos)
         text = text[:pos] if end is None else text[:pos] + text[end:]
-    return text
+    return _escape_bare_ampersands(text)
+
+
+#: a CDATA section (left as it is), or an ``&`` that starts no entity or character reference
+_BARE_AMPERSAND = re.compile(
+    r"<!\[CDATA\[.*?(?:\]\]>|$)|&(?!(?:[A-Za-z_][\w.-]*|#[0-9]+|#[xX][0-9A-Fa-f]+);)", re.S
+)
+
+
+def _escape_bare_ampersands(text: str) -> str:
+    """``&`` as ``&amp;`` where it starts no reference, outside CDATA sections.
+
+    A feed that writes a link's ``&`` bare (``?foo=1&bar=2``) is not well-formed, and
+    the recovering parser would drop ``&bar`` as an unknown entity: a URL the file does
+    not hold. Escaped, the text reads as its author meant it.
+
+    >>> _escape_bare_ampersands("<a>?x=1&y=2&amp;z&#38;<![CDATA[&]]></a>")
+    '<a>?x=1&amp;y=2&amp;z&#38;<![CDATA[&]]></a>'
+    """
+    if "&" not in text:
+        return text
+    return _BARE_AMPERSAND.sub(lambda m: m.group() if m.group() != "&" else "&amp;", text)
 
 
 @dataclass(frozen=True, slots=True)

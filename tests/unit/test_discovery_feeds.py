@@ -508,3 +508,32 @@ def test_any_feed_soup_gives_a_result_or_not_a_feed(parts: list[bytes]) -> None:
     except NotAFeed:
         return
     assert all(c.url.startswith("https://") for c in result.candidates)
+
+
+@pytest.mark.parametrize(
+    ("link", "expected"),
+    [
+        pytest.param(
+            b"http://example.com/bad?foo=1&bar=2", "http://example.com/bad?foo=1&bar=2", id="bare"
+        ),
+        pytest.param(
+            b"https://example.com/a?x=1&amp;y=2", "https://example.com/a?x=1&y=2", id="ok"
+        ),
+        pytest.param(
+            b"https://example.com/a?x=1&#38;y=2", "https://example.com/a?x=1&y=2", id="num"
+        ),
+        pytest.param(b"https://example.com/a?q=&", "https://example.com/a?q=&", id="trailing"),
+    ],
+)
+def test_a_bare_ampersand_in_a_broken_feed_keeps_the_url_it_wrote(
+    link: bytes, expected: str
+) -> None:
+    # The recovering parser dropped "&bar" as an unknown entity and yielded
+    # http://example.com/bad?foo=1=2, a URL the feed does not hold.
+    broken = rss(
+        b"<link>" + link + b"</link>",
+        b"<title>Tom & Jerry</title><link>https://example.com/ok</link>",
+    )
+    assert parse_feed(broken).pages == [expected, "https://example.com/ok"]
+    cdata = rss(b"<link><![CDATA[https://example.com/c?a=1&amp;b=2]]></link>")
+    assert parse_feed(cdata).pages == ["https://example.com/c?a=1&amp;b=2"]  # CDATA as it is
