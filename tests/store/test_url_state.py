@@ -141,3 +141,26 @@ def test_a_url_never_stored_that_redirects_is_recorded_in_the_frontier(store: St
         "link",
     )
     assert store.frontier(["s"], due_by=T2) == []
+
+
+def test_the_frontier_is_read_a_page_at_a_time_shallowest_first(store: Store) -> None:
+    # what a crawl's start drains (frontier_due), page after page: every due URL once,
+    # by depth then URL; a URL not due yet is only among the waiting keys
+    pdf = "https://example.com/report.pdf"
+    store.write(
+        [link(n, depth=1 + n % 3) for n in range(7)] + [FrontierAdd("s", pdf, pdf, "sitemap", T0)]
+    )
+    store.write([UrlOutcome("s", pdf, pdf, "refused", T1, "not HTML", next_due_at=LATER)])
+    read: list[tuple[int, str]] = []
+    after = None
+    while True:
+        page = store.frontier_due("s", due_by=T2, after=after, limit=3)
+        read += [(e.depth, e.canonical_url) for e in page]
+        if len(page) < 3:
+            break
+        after = (page[-1].depth, page[-1].canonical_url)
+    assert read == sorted((1 + n % 3, f"https://example.com/l{n}") for n in range(7))
+    assert store.frontier_due("other", due_by=T2) == []
+    assert store.frontier_waiting(["s"], due_by=T2) == [("s", pdf)]
+    assert store.frontier_waiting(["s"], due_by=LATER) == []
+    assert store.frontier_due("s", due_by=LATER)[0].canonical_url == pdf  # depth 0: first
