@@ -226,6 +226,12 @@ def _export_params(
     }
 
 
+#: a frontier row as :class:`FrontierAdd` takes it
+_FRONTIER_COLUMNS = (
+    "source_id, canonical_url, url, adapter, discovered_at, depth, lastmod, found_on, next_due_at"
+)
+
+
 class SqlStore(Store):
     """A knowledge dataset on a SQL database, through its :class:`Dialect`."""
 
@@ -1093,8 +1099,7 @@ class SqlStore(Store):
         self, source_ids: Sequence[str], *, due_by: str | None = None
     ) -> list[FrontierAdd]:
         rows = self._of_sources(
-            "SELECT source_id, canonical_url, url, adapter, discovered_at, depth, lastmod, "
-            "found_on, next_due_at FROM frontier WHERE source_id {sources} "
+            f"SELECT {_FRONTIER_COLUMNS} FROM frontier WHERE source_id {{sources}} "
             "AND (CAST(? AS TEXT) IS NULL OR next_due_at IS NULL "
             "OR next_due_at <= CAST(? AS TEXT)) "
             "ORDER BY discovered_at, {tiebreak}",
@@ -1114,8 +1119,7 @@ class SqlStore(Store):
     ) -> list[FrontierAdd]:
         depth, key = after if after is not None else (-1, "")
         rows = self._read(
-            "SELECT source_id, canonical_url, url, adapter, discovered_at, depth, lastmod, "
-            "found_on, next_due_at FROM frontier WHERE source_id = ? "
+            f"SELECT {_FRONTIER_COLUMNS} FROM frontier WHERE source_id = ? "
             "AND (depth, canonical_url) > (CAST(? AS INTEGER), CAST(? AS TEXT)) "
             "AND (next_due_at IS NULL OR next_due_at <= CAST(? AS TEXT)) "
             "ORDER BY depth, canonical_url LIMIT ?",
