@@ -20,15 +20,15 @@ from typing import Any
 
 from knowledge_crawler.errors import ConfigError
 
-__all__ = ["DEFAULTS", "KcConfig", "display_url", "setting_name"]
+__all__ = ["DEFAULTS", "KcConfig", "database_url", "display_url", "setting_name"]
 
 
 @dataclass(frozen=True, slots=True)
 class KcConfig:
     """Every ``KC_*`` setting: field ``store_batch_size`` is setting ``KC_STORE_BATCH_SIZE``."""
 
-    #: where the dataset lives: sqlite:///PATH (relative to the working directory), or a
-    #: PostgreSQL database, postgresql://USER@HOST/DB (any libpq URL)
+    #: where the dataset lives: sqlite:///PATH (relative to the working directory; a bare
+    #: PATH means the same), or a PostgreSQL database, postgresql://USER@HOST/DB (any libpq URL)
     database_url: str = "sqlite:///data/knowledge.db"
     #: contact shown in the User-Agent so site owners can reach the operator
     contact: str = "https://github.com/knowledge-crawler"
@@ -124,6 +124,8 @@ class KcConfig:
             if raw is None:
                 continue
             values[f.name] = _coerce(name, raw, type(getattr(DEFAULTS, f.name)))
+        if "database_url" in values:
+            values["database_url"] = database_url(values["database_url"])
         config = cls(**values)
         config.check()
         return config
@@ -184,6 +186,21 @@ class KcConfig:
         ):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{setting_name(name)} must be >= 0, got {getattr(self, name)}")
+
+
+def database_url(value: str) -> str:
+    """A database as given (``--db``, ``KC_DATABASE_URL``) as a URL: one with a scheme is
+    kept; a bare path is a SQLite file.
+
+    >>> database_url("data/knowledge.db"), database_url("/srv/kc.db")
+    ('sqlite:///data/knowledge.db', 'sqlite:////srv/kc.db')
+    >>> database_url("postgresql://kc@db/kc")
+    'postgresql://kc@db/kc'
+    """
+    text = value.strip()
+    if not text or re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", text):
+        return text
+    return "sqlite:///" + text
 
 
 def display_url(url: str) -> str:

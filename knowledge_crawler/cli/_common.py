@@ -6,7 +6,7 @@ from typing import IO, Any
 
 import click
 
-from knowledge_crawler.config import DEFAULTS
+from knowledge_crawler.config import DEFAULTS, database_url
 
 __all__ = [
     "DEFAULT_DATABASE_URL",
@@ -50,7 +50,9 @@ def database_option(function: Any) -> Any:
         default=DEFAULT_DATABASE_URL,
         show_default=True,
         metavar="URL",
-        help="Database URL (sqlite:///PATH or postgresql://...); also read from KC_DATABASE_URL.",
+        callback=lambda _ctx, _param, value: database_url(value),
+        help="Database: sqlite:///PATH (or just PATH) or postgresql://...; also read from "
+        "KC_DATABASE_URL.",
     )(function)
 
 

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import click
 
-from knowledge_crawler.cli._common import PROG, BadInput
+from knowledge_crawler.cli._common import DEFAULT_DATABASE_URL, PROG, BadInput
+from knowledge_crawler.config import database_url
 from knowledge_crawler.errors import SeedsError
 from knowledge_crawler.schedule.local import LocalLauncher, find_project_dir
 from knowledge_crawler.schedule.scrapyd import ScrapydError, ScrapydLauncher
@@ -68,7 +69,9 @@ def _configure_logging() -> None:
     "database",
     envvar="KC_DATABASE_URL",
     metavar="URL",
-    help="Database the crawls write (sqlite:///PATH); also read from KC_DATABASE_URL.",
+    help="Database the crawls write: sqlite:///PATH (or just PATH; relative to this folder) "
+    "or postgresql://...; also read from KC_DATABASE_URL. Local crawls default to "
+    f"{DEFAULT_DATABASE_URL.removeprefix('sqlite:///')} in this folder, as the other commands.",
 )
 @click.option(
     "--every",
@@ -187,8 +190,12 @@ def schedule(
     crawl_settings = list(settings)
     if wait is not None:
         crawl_settings.append(f"KC_LEASE_WAIT_SECONDS={wait:g}")
+    if database is None and not scrapyd_url:
+        # the crawl runs in the project folder: the default is this folder's, where `stats`
+        # and the other commands run from here look for it
+        database = DEFAULT_DATABASE_URL
     if database:
-        crawl_settings.append(f"KC_DATABASE_URL={_absolute_database(database)}")
+        crawl_settings.append(f"KC_DATABASE_URL={_absolute_database(database_url(database))}")
 
     launcher: Launcher
     if scrapyd_url and log_dir is not None:

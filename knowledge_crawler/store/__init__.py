@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from knowledge_crawler.config import database_url
 from knowledge_crawler.errors import StoreError
 from knowledge_crawler.store.base import (
     HEAD_COUNTERS,
@@ -62,14 +63,15 @@ __all__ = [
 
 
 def open_store(url: str, *, busy_timeout: float = 10.0) -> Store:
-    """Open (and migrate) the store at ``url``: ``sqlite:///PATH``, or a PostgreSQL
-    database, ``postgresql://...`` (``postgres://...``; any libpq URL).
+    """Open (and migrate) the store at ``url``: ``sqlite:///PATH`` (or a bare PATH), or a
+    PostgreSQL database, ``postgresql://...`` (``postgres://...``; any libpq URL).
 
     ``busy_timeout``: seconds a statement waits for another writer's lock. Anything
     that stops the opening (no such folder, not a database, read-only, locked, a
     server that does not answer, a newer schema) raises one :class:`StoreError` line
     naming the path or URL (never its password) and the reason.
     """
+    url = database_url(url)
     if url.startswith("sqlite:///"):
         from knowledge_crawler.store.sqlite import SqliteStore
 

@@ -46,3 +46,11 @@ def test_command_line_text_is_coerced() -> None:
 def test_unusable_values_name_the_setting(name: str, value: object, needle: str) -> None:
     with pytest.raises(ConfigError, match=needle.replace("(", r"\(")):
         KcConfig.from_settings({name: value})
+
+
+def test_doctests() -> None:
+    import doctest
+
+    import knowledge_crawler.config as config_module
+
+    assert doctest.testmod(config_module).failed == 0

@@ -1,0 +1,81 @@
+"""What a newcomer types, following the README: each command as a real subprocess, with
+the loopback test site, in the words a first try uses (a bare path for ``--db``, a
+misspelled spider, a command run from another folder)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from knowledge_crawler.testsite import TestSite
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+FAST = ["-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False"]
+
+
+def run(
+    args: list[str], *, cwd: Path = REPO, timeout: float = 180, **env: str
+) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if k != "KC_DATABASE_URL"}
+    return subprocess.run(
+        args,
+        cwd=cwd,
+        env={**environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def test_a_bare_path_is_a_sqlite_database_everywhere(site: TestSite, tmp_path: Path) -> None:
+    db = tmp_path / "data" / "knowledge.db"
+    db.parent.mkdir()
+    crawl = run(
+        [str(BIN / "scrapy"), "crawl", "knowledge", "-a", f"seeds={site.url}", *FAST],
+        KC_DATABASE_URL=str(db),
+    )
+    assert crawl.returncode == 0, crawl.stderr[-3000:]
+    assert db.is_file()
+
+    stats = run([str(BIN / "knowledge-crawler"), "stats", "--json", "--db", str(db)])
+    assert stats.returncode == 0, stats.stderr
+    assert json.loads(stats.stdout)["sanity"]["total_rows"] > 20
+    # relative to the folder the command runs in, as sqlite:///data/knowledge.db is
+    relative = run(
+        [str(BIN / "knowledge-crawler"), "stats", "--json", "--db", "data/knowledge.db"],
+        cwd=tmp_path,
+    )
+    assert relative.returncode == 0, relative.stderr
+    assert json.loads(relative.stdout)["sanity"] == json.loads(stats.stdout)["sanity"]
+
+
+def test_schedule_writes_the_database_the_other_commands_read_from_the_same_folder(
+    site: TestSite, tmp_path: Path
+) -> None:
+    """Run from a folder without the project's scrapy.cfg, ``schedule`` crawls in the
+    checkout; without ``--db`` it wrote the checkout's data/knowledge.db, while ``stats``
+    run from the same folder read that folder's."""
+    seeds = tmp_path / "seeds.toml"
+    seeds.write_text(f'[[source]]\nid = "site"\nstart_urls = ["{site.url}"]\n')
+    checkout_db = REPO / "data" / "knowledge.db"
+    before = checkout_db.stat().st_mtime_ns if checkout_db.exists() else None
+    scheduled = run(
+        [str(BIN / "knowledge-crawler"), "schedule", "seeds.toml", "--once", "--mode=crawl", *FAST],
+        cwd=tmp_path,
+    )
+    assert scheduled.returncode == 0, scheduled.stderr[-3000:]
+    assert (tmp_path / "data" / "knowledge.db").is_file()
+    after = checkout_db.stat().st_mtime_ns if checkout_db.exists() else None
+    assert after == before, "the checkout's database was written"
+    stats = run([str(BIN / "knowledge-crawler"), "stats", "--json"], cwd=tmp_path)
+    assert stats.returncode == 0, stats.stderr
+    assert json.loads(stats.stdout)["sanity"]["total_rows"] > 20
