@@ -18,12 +18,16 @@ For the ``knowledge`` spider and every per-site spider derived from it:
   state's temporary file failed), with one line saying why; 130 ``interrupted``
   (Ctrl-C or SIGTERM); 2 ``refused`` (the lease was taken by another writer first).
 
+A name no spider has (``scrapy crawl knowldge``) is one line with the closest name and
+the project's spiders, exit status 2.
+
 Other spiders run as with Scrapy's own command.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -68,6 +72,8 @@ class Command(ScrapyCrawlCommand):
         # so a bad argument costs one line on stderr and no request.
         super().process_options(args, opts)
         assert self.settings is not None
+        if len(args) == 1 and self._unknown(args[0]):
+            sys.exit(2)
         spider = self._spider_class(args[0]) if len(args) == 1 else None
         if spider is None:
             return
@@ -121,6 +127,22 @@ class Command(ScrapyCrawlCommand):
             )
         elif outcome == "interrupted":
             print(f"scrapy crawl {args[0]}: interrupted; the run is recorded", file=sys.stderr)
+
+    def _unknown(self, name: str) -> bool:
+        """Whether no spider has that name; if so, one line naming the spiders there are
+        instead of Scrapy's traceback."""
+        assert self.settings is not None
+        names = sorted(get_spider_loader(self.settings).list())
+        if name in names:
+            return False
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        print(
+            f"scrapy crawl {name}: error: no spider named {name!r} in this project{hint} "
+            f"(its spiders: {', '.join(names) or 'none'}; `scrapy list` lists them)",
+            file=sys.stderr,
+        )
+        return True
 
     def _is_knowledge_spider(self, name: str) -> bool:
         return self._spider_class(name) is not None

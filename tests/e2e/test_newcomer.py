@@ -79,3 +79,13 @@ def test_schedule_writes_the_database_the_other_commands_read_from_the_same_fold
     stats = run([str(BIN / "knowledge-crawler"), "stats", "--json"], cwd=tmp_path)
     assert stats.returncode == 0, stats.stderr
     assert json.loads(stats.stdout)["sanity"]["total_rows"] > 20
+
+
+def test_a_misspelled_spider_is_one_line_naming_the_spiders(tmp_path: Path) -> None:
+    crawl = run([str(BIN / "scrapy"), "crawl", "knowldge", "-a", "seeds=https://example.com/"])
+    assert crawl.returncode == 2
+    assert crawl.stdout == ""
+    [line] = crawl.stderr.splitlines()
+    assert "no spider named 'knowldge'" in line
+    assert "did you mean 'knowledge'?" in line
+    assert "example_site" in line  # the project's per-site spiders are named too
