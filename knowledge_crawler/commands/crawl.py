@@ -18,6 +18,7 @@ For the ``knowledge`` spider and every per-site spider derived from it:
   state's temporary file failed), with one line saying why; 130 ``interrupted``
   (Ctrl-C or SIGTERM); 2 ``refused`` (the lease was taken by another writer first).
 
+A refresh with nothing due says so in one line, with when the next stored page is due.
 A name no spider has (``scrapy crawl knowldge``) is one line with the closest name and
 the project's spiders, exit status 2.
 
@@ -30,6 +31,7 @@ import argparse
 import difflib
 import sys
 from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
@@ -41,6 +43,7 @@ from knowledge_crawler.crawl.stage_pool import start_forkserver, worker_count
 from knowledge_crawler.errors import ConfigError, LeaseHeldError
 from knowledge_crawler.pipelines.archive import check_archive
 from knowledge_crawler.spiders.knowledge import KnowledgeSpider, check_arguments
+from knowledge_crawler.sync.deletion import span_words
 
 EXIT_STATUS = {"finished": 0, "failed": 1, "interrupted": 130, "refused": 2}
 
@@ -64,6 +67,21 @@ def failure_reason(stats: Mapping[str, Any]) -> str:
     if ignored:
         why = ", ".join(filter(None, [why, f"refused (robots.txt or scope)={ignored}"]))
     return f"none of the {requested} start URLs could be fetched ({why or 'no response'})"
+
+
+def nothing_due(stats: Mapping[str, Any], now: datetime | None = None) -> str:
+    """One line for a refresh that requested nothing: why, and when a page is next due."""
+    if not stats.get("kc/refresh/known"):
+        return "nothing to refresh: no page of these sources is stored yet (crawl them first)"
+    next_due = stats.get("kc/refresh/next_due_at")
+    if not next_due:
+        return "nothing was due: no stored page of these sources needs a check now"
+    moment = datetime.fromisoformat(str(next_due).replace("Z", "+00:00"))
+    wait = max(timedelta(0), moment - (now or datetime.now(UTC)))
+    return (
+        f"nothing was due: the next of {stats['kc/refresh/known']} stored pages is due at "
+        f"{moment:%Y-%m-%d %H:%M:%S}Z (in {span_words(wait)})"
+    )
 
 
 class Command(ScrapyCrawlCommand):
@@ -127,6 +145,8 @@ class Command(ScrapyCrawlCommand):
             )
         elif outcome == "interrupted":
             print(f"scrapy crawl {args[0]}: interrupted; the run is recorded", file=sys.stderr)
+        elif opts.spargs.get("mode") == "refresh" and not stats.get("downloader/request_count"):
+            print(f"scrapy crawl {args[0]}: {nothing_due(stats)}", file=sys.stderr)
 
     def _unknown(self, name: str) -> bool:
         """Whether no spider has that name; if so, one line naming the spiders there are

@@ -464,8 +464,11 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
         # again is restored, whether or not a page linking it changed.
         self._known_from = now = utc_now()
         due = 0
+        next_due: str | None = None  # a refresh: the first check not due yet
         for page in known.values():
             if not self._start_requests(page, now):
+                if page.next_check_at and page.next_check_at > now and page.status != "tombstoned":
+                    next_due = min(next_due or page.next_check_at, page.next_check_at)
                 continue
             owner = self.sources[page.source_id]
             request = self.request_for(owner, page.final_url, page.depth)
@@ -478,6 +481,10 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             due += 1
             self.crawler.stats.inc_value("kc/sync/known_requested")
             yield request
+        if self.mode == "refresh":
+            self.crawler.stats.set_value("kc/refresh/known", len(known))
+            if next_due is not None:
+                self.crawler.stats.set_value("kc/refresh/next_due_at", next_due)
         # Links found while the queue was full were recorded, not requested (see
         # link_requests): they are taken from the crawl state as the queue drains.
         async for output in self._deferred_outputs():

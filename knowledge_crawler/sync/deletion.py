@@ -76,6 +76,7 @@ __all__ = [
     "evidence_to_json",
     "next_check",
     "on_response",
+    "span_words",
 ]
 
 ACTIVE: Final = "active"
@@ -295,10 +296,10 @@ def _missing_reason(statuses: list[int], span: timedelta, *, at_least: bool) -> 
     if count == 1:
         return f"missing ({codes}) once"
     times = f"at least {count} times" if at_least else f"{count} times"
-    return f"missing ({codes}) {times} over {_duration(span)}"
+    return f"missing ({codes}) {times} over {span_words(span)}"
 
 
-def _duration(span: timedelta) -> str:
+def span_words(span: timedelta) -> str:
     """A span in its largest whole unit, rounded down: ``2 days``, ``1 hour``, ``0 seconds``."""
     seconds = span.total_seconds()
     for unit, size in (("day", 86_400), ("hour", 3_600), ("minute", 60)):

@@ -89,3 +89,23 @@ def test_a_misspelled_spider_is_one_line_naming_the_spiders(tmp_path: Path) -> N
     assert "no spider named 'knowldge'" in line
     assert "did you mean 'knowledge'?" in line
     assert "example_site" in line  # the project's per-site spiders are named too
+
+
+def test_a_refresh_with_nothing_due_says_so_and_when_the_next_page_is(
+    site: TestSite, tmp_path: Path
+) -> None:
+    db = f"sqlite:///{tmp_path / 'k.db'}"
+    seeds = tmp_path / "seeds.toml"
+    seeds.write_text(f'[[source]]\nid = "site"\nstart_urls = ["{site.url}"]\nmin_interval = "2h"\n')
+    crawl = [str(BIN / "scrapy"), "crawl", "knowledge", "-a", f"seeds={seeds}", *FAST]
+
+    empty = run([*crawl, "-a", "mode=refresh"], KC_DATABASE_URL=db)
+    assert empty.returncode == 0, empty.stderr[-3000:]
+    assert "nothing to refresh: no page of these sources is stored yet" in empty.stderr
+
+    assert run(crawl, KC_DATABASE_URL=db).returncode == 0
+    refresh = run([*crawl, "-a", "mode=refresh"], KC_DATABASE_URL=db)
+    assert refresh.returncode == 0, refresh.stderr[-3000:]
+    [line] = [x for x in refresh.stderr.splitlines() if "nothing was due" in x]
+    # a new page is first checked again after the geometric mean of 2 hours and 7 days
+    assert "the next of" in line and "(in 18 hours)" in line, line
