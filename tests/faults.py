@@ -78,3 +78,47 @@ class FlakyStore(SqliteStore):
         if self.fail_upserts:
             raise self.fail_upserts.pop(0)
         return super().write(operations, **kw)
+
+
+@contextmanager
+def read_only_folder(folder: str | Path) -> Iterator[str]:
+    """``folder`` made read-only for this process, the way a served snapshot is.
+
+    As root (whom file modes do not stop), a bind mount of the folder onto itself,
+    remounted read-only: a real read-only filesystem (EROFS), undone at the end. As
+    another user, the folder and its files lose their write bits. Yields how
+    (``"mount"`` or ``"chmod"``); skips the test when neither is possible.
+    """
+    import os
+    import shutil
+    import subprocess
+
+    import pytest
+
+    folder = Path(folder)
+    if os.geteuid() != 0:
+        modes = {p: p.stat().st_mode for p in [*folder.iterdir(), folder]}
+        for p in modes:
+            p.chmod(0o555 if p.is_dir() else 0o444)
+        try:
+            yield "chmod"
+        finally:
+            for p, mode in modes.items():
+                p.chmod(mode)
+        return
+    mount = shutil.which("mount")
+    umount = shutil.which("umount")
+    if mount is None or umount is None:
+        pytest.skip("root, and no mount(8) to make a read-only folder (modes do not stop root)")
+    bound = subprocess.run([mount, "--bind", str(folder), str(folder)], capture_output=True)
+    if bound.returncode != 0:
+        pytest.skip(f"root without a bind mount (modes do not stop root): {bound.stderr!r}")
+    try:
+        ro = subprocess.run(
+            [mount, "-o", "remount,bind,ro", str(folder)], capture_output=True, check=False
+        )
+        if ro.returncode != 0:
+            pytest.skip(f"cannot remount {folder} read-only: {ro.stderr!r}")
+        yield "mount"
+    finally:
+        subprocess.run([umount, str(folder)], check=True)

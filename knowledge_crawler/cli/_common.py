@@ -56,14 +56,18 @@ def database_option(function: Any) -> Any:
     )(function)
 
 
-def open_existing_store(url: str) -> Any:
-    """Open the store at ``url`` for reading.
+def open_existing_store(url: str, *, write: bool = False) -> Any:
+    """Open the store at ``url``: read-only, unless ``write`` (a command that writes).
+
+    Read-only, it is opened as it is (DESIGN: readers never write): a SQLite file
+    with ``mode=ro`` (``immutable=1`` on a read-only filesystem), PostgreSQL in a
+    read-only session; never migrated, never created.
 
     :class:`BadInput` (exit 2, one line naming the path and the reason) when a
     SQLite file is missing, its path leads through a file, or it cannot be
-    opened: not a database, a directory, read-only, written by a newer version;
-    or when a PostgreSQL server cannot be reached or refuses the connection (the
-    URL is shown without its password).
+    opened: not a database, a directory, written by a newer version or (read-only)
+    by an older one; or when a PostgreSQL server cannot be reached or refuses the
+    connection (the URL is shown without its password).
     """
     import os
 
@@ -78,7 +82,7 @@ def open_existing_store(url: str) -> Any:
                 raise BadInput(f"cannot open {path}: {blocker} is not a directory")
             raise BadInput(f"no database at {path} (crawl first, or pass --db URL)")
     try:
-        return open_store(url)
+        return open_store(url, read_only=not write)
     except StoreError as exc:
         raise BadInput(str(exc)) from exc
 

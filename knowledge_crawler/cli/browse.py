@@ -4,7 +4,9 @@ Datasette is an optional extra (``pip install 'knowledge-crawler[browse]'``). Th
 database is served in Datasette's mutable mode, whose connections are opened
 read-only (``mode=ro``): unlike immutable mode (``-i``), that stays correct while
 a crawl writes to the same file (SQLite WAL) and does not hash the whole file
-first. Every query, canned or typed, reads; none can write.
+first. A file in a folder that cannot be written (a read-only snapshot), which
+``mode=ro`` cannot open, is served in immutable mode, as the store opened it.
+Every query, canned or typed, reads; none can write.
 """
 
 from __future__ import annotations
@@ -240,9 +242,11 @@ def browse(database: str, host: str, port: int, no_open: bool) -> None:
     if importlib.util.find_spec("datasette") is None:
         raise BadInput(f"browse needs Datasette, which is not installed: {EXTRA}")
     path = _sqlite_path(database)
-    # Fails as every command does on a missing or unreadable file, and brings an older
-    # database's schema up to date, so that the canned queries find their tables.
-    open_existing_store(database).close()
+    # Fails as every command does on a missing or unreadable file, or on a schema older
+    # than the canned queries'; learns whether the file can only be read immutable.
+    store = open_existing_store(database)
+    immutable = bool(getattr(store.db, "immutable", False))
+    store.close()
     port = _free_port(host, port)
 
     from datasette.cli import serve
@@ -258,7 +262,10 @@ def browse(database: str, host: str, port: int, no_open: bool) -> None:
         with tempfile.TemporaryDirectory(prefix="kc-browse-") as tmp:
             metadata = Path(tmp, "metadata.json")
             metadata.write_text(json.dumps(datasette_metadata(name, path)), encoding="utf-8")
-            args = [path, "--metadata", str(metadata), "--host", host, "--port", str(port)]
+            # On a read-only filesystem, where mode=ro cannot open a WAL file, Datasette's
+            # immutable mode (-i) reads it as the store did.
+            args = ["-i", path] if immutable else [path]
+            args += ["--metadata", str(metadata), "--host", host, "--port", str(port)]
             args += ["--setting", "sql_time_limit_ms", "5000"]
             if not no_open:
                 args.append("--open")

@@ -73,6 +73,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "knowledge_crawler.cli.browse:browse",
         "Open the database in Datasette (read-only), with canned queries.",
     ),
+    "rescue": (
+        "knowledge_crawler.cli.rescue:rescue",
+        "Load what a crawl could not store (a .unsaved-RUN.jsonl file) into the database.",
+    ),
     "schedule": (
         "knowledge_crawler.cli.schedule:schedule",
         "Recurring refresh crawls per source (subprocess or scrapyd), until stopped.",

@@ -97,7 +97,7 @@ def reextract(
         warn(f"waiting up to {patience:.0f} s for the writer lease: {refusal(blocking)}")
 
     with (
-        open_existing_store(database) as store,
+        open_existing_store(database, write=True) as store,
         LeaseKeeper(
             store,
             sorted(sources),

@@ -48,6 +48,12 @@ from knowledge_crawler.store import (
     utc_now,
 )
 from knowledge_crawler.store.leases import holder_gone, pid_alive, refusal
+from knowledge_crawler.store.rescue import (
+    left_over_rescues,
+    load_rescue,
+    read_rescue,
+    rescue_sources,
+)
 from knowledge_crawler.sync.retry import AttemptState
 from knowledge_crawler.transform.minhash import MinHashParams
 from knowledge_crawler.transform.stages import StageRules
@@ -392,6 +398,8 @@ class Runtime:
             self._lease_taken = asyncio.get_running_loop().create_future()
             try:
                 taken = await self._take_lease()
+                if taken:
+                    await self._load_rescues()
             except BaseException as exc:
                 self._lease_taken.set_exception(exc)
                 raise
@@ -449,6 +457,43 @@ class Runtime:
         if told:
             stats.set_value("kc/lease/waited_ms", round(1000 * (time.monotonic() - began)))
         return True
+
+    async def _load_rescues(self) -> None:
+        """Load the rescue files an earlier crawl left beside the database (what it could
+        not store), before anything reads the stored state: idempotent, through the
+        store's batches (:mod:`knowledge_crawler.store.rescue`). A file that writes a
+        source this crawl does not hold the lease of is left for ``knowledge-crawler
+        rescue``; one that cannot be loaded stays, and the crawl goes on."""
+        assert self.crawler.stats is not None
+        stats = self.crawler.stats
+        for path in left_over_rescues(self.config.database_url):
+            try:
+                operations = await asyncio.to_thread(read_rescue, path)
+            except (OSError, ConfigError) as exc:
+                logger.error("rescue file %s not loaded: %s", path, exc)
+                continue
+            others = sorted(rescue_sources(operations) - set(self.sources))
+            if others:
+                logger.warning(
+                    "rescue file %s not loaded: it writes sources this crawl does not hold "
+                    "(%s); load it with: knowledge-crawler rescue %s",
+                    path,
+                    ", ".join(others),
+                    path,
+                )
+                continue
+            load = functools.partial(
+                load_rescue, self.store, path, operations, batch_size=self.config.store_batch_size
+            )
+            try:
+                summary = await self._store_call(load, f"loading the rescue file {path}")
+            except StoreError as exc:
+                logger.error("rescue file %s not loaded: %s", path, exc)
+                continue
+            stats.inc_value("kc/rescue/files")
+            stats.inc_value("kc/rescue/pages", summary.pages - summary.already_stored)
+            where = f"; renamed to {summary.renamed_to}" if summary.renamed_to else ""
+            logger.warning("loaded the rescue file %s: %s%s", path, summary.line(), where)
 
     def not_held_reason(self) -> str:
         """The close reason of a crawl that could not take its lease (see :meth:`hold_lease`)."""

@@ -19,8 +19,10 @@ No row is lost and none is written twice:
   (close reason ``store_failed``, stats ``kc/store/failed`` and
   ``kc/store/error``, one ERROR line); at close the rows still in memory are
   tried once more and, if the database is still unusable, written to a rescue
-  file beside it, ``<database>.unsaved-<run id>.jsonl``: one JSON object a
-  line, ``{"page": {...}}`` or ``{"duplicate_update": {...}}``;
+  file beside it, ``<database>.unsaved-<run id>.jsonl`` (0600; see
+  :mod:`knowledge_crawler.store.rescue`, which loads it back): one JSON object a
+  line, ``{"page": {...}}`` or ``{"duplicate_update": {...}}``; never in another
+  folder;
 * the age ticker outlives any error, and ``close_spider`` always flushes.
 
 When several processes crawl together (``KC_REDIS_URL``), a page may be judged the
@@ -40,16 +42,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import logging
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from scrapy.crawler import Crawler
@@ -81,8 +80,8 @@ from knowledge_crawler.store import (
     Touch,
     UpsertResult,
     UrlOutcome,
-    record_dict,
 )
+from knowledge_crawler.store.rescue import rescue_path, write_rescue
 from knowledge_crawler.sync.deletion import PageStatus, evidence_to_json, next_check, on_response
 from knowledge_crawler.sync.policy import iso_utc, revisit
 
@@ -651,65 +650,37 @@ class StorePipeline(KcPipeline):
         )
 
     def _rescue(self, ops: Sequence[Operation]) -> None:
-        """Write what could not be stored to a file beside the database (or a temp dir)."""
-        lines = [json.dumps(operation_dict(op), default=repr) + "\n" for op in ops]
+        """Write what could not be stored to a file beside the database (0600), where the
+        next crawl or ``knowledge-crawler rescue`` loads it; never anywhere else."""
         pages = [op for op in ops if isinstance(op, PageRecord)]
-        for path in self._rescue_paths():
-            try:
-                with open(path, "a", encoding="utf-8") as f:
-                    f.writelines(lines)
-                    f.flush()
-                    os.fsync(f.fileno())
-            except OSError as exc:
-                logger.error("store: cannot write the rescue file %s: %s", path, exc)
-                continue
-            del self._ops[: len(ops)]
-            self.inc("store/rescued", len(pages))
-            self.stats.set_value("kc/store/rescue_file", str(path))
-            logger.error(
-                "store: %d rows and %d other operations were not stored in %s; "
-                "they are saved in %s (one JSON object a line)",
+        run = self.runtime.run_id if self.runtime.run_id is not None else f"pid{os.getpid()}"
+        path = rescue_path(self.runtime.store.url, run)
+        try:
+            write_rescue(path, ops)
+        except OSError as exc:
+            why = f"cannot write the rescue file {path}: {exc.strerror or exc}"
+            self.stats.set_value("kc/store/rescue_failed", why)
+            self.inc("store/lost", len(pages))
+            logger.critical(
+                "store: %s; %d rows and %d other operations are lost (no other folder is "
+                "used: a shared temporary folder would expose them)",
+                why,
                 len(pages),
                 len(ops) - len(pages),
-                self.runtime.store.url,
-                path,
             )
+            for rec in pages:  # nowhere to write: at least say what is lost
+                logger.critical("store: lost %s %s", rec.source_id, rec.canonical_url)
             return
-        for rec in pages:  # nowhere to write: at least say what is lost
-            logger.critical("store: lost %s %s", rec.source_id, rec.canonical_url)
-
-    def _rescue_paths(self) -> list[Path]:
-        url = self.runtime.store.url
-        path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else ""
-        run = self.runtime.run_id if self.runtime.run_id is not None else f"pid{os.getpid()}"
-        name = f"{Path(path).name or 'knowledge'}.unsaved-{run}.jsonl"
-        paths = [Path(tempfile.gettempdir()) / name]
-        if path and path != ":memory:":
-            paths.insert(0, Path(path).with_name(name))
-        return paths
-
-
-def operation_dict(op: Operation) -> dict[str, object]:
-    """One operation as a line of the rescue file: ``{"page": {...}}``, ``{"touch": ...}``..."""
-    if isinstance(op, PageRecord):
-        return {"page": record_dict(op)}
-    if isinstance(op, DuplicateUpdate):
-        return {
-            "duplicate_update": {
-                "key": list(op.key),
-                "duplicate_of": list(op.duplicate_of) if op.duplicate_of else None,
-                "kind": op.kind,
-                "score": op.score,
-            }
-        }
-    if isinstance(op, Touch):
-        return {"touch": dataclasses.asdict(op)}
-    if isinstance(op, FrontierAdd):
-        return {"frontier": dataclasses.asdict(op)}
-    if isinstance(op, FetchFailure):
-        return {"failure": dataclasses.asdict(op)}
-    if isinstance(op, UrlOutcome):
-        return {"url_outcome": dataclasses.asdict(op)}
-    if isinstance(op, StatusChange):
-        return {"status": dataclasses.asdict(op)}
-    return {"checkpoint": dataclasses.asdict(op)}
+        del self._ops[: len(ops)]
+        self.inc("store/rescued", len(pages))
+        self.stats.set_value("kc/store/rescue_file", str(path))
+        logger.error(
+            "store: %d rows and %d other operations were not stored in %s; they are saved "
+            "in %s (one JSON object a line), which the next crawl of this database loads "
+            "first, or: knowledge-crawler rescue %s",
+            len(pages),
+            len(ops) - len(pages),
+            self.runtime.store.url,
+            path,
+            path,
+        )

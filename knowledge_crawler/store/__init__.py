@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 
-def open_store(url: str, *, busy_timeout: float = 10.0) -> Store:
+def open_store(url: str, *, busy_timeout: float = 10.0, read_only: bool = False) -> Store:
     """Open (and migrate) the store at ``url``: ``sqlite:///PATH`` (or a bare PATH), or a
     PostgreSQL database, ``postgresql://...`` (``postgres://...``; any libpq URL).
 
@@ -70,16 +70,23 @@ def open_store(url: str, *, busy_timeout: float = 10.0) -> Store:
     that stops the opening (no such folder, not a database, read-only, locked, a
     server that does not answer, a newer schema) raises one :class:`StoreError` line
     naming the path or URL (never its password) and the reason.
+
+    ``read_only``: for readers, which never write (DESIGN: read-only opens). SQLite
+    opens the file as it is (``mode=ro``, or ``immutable=1`` in a folder that cannot
+    be written), without making its folder or switching it to WAL; PostgreSQL opens a
+    read-only session. Neither migrates: a schema older (or newer) than this code's
+    is a :class:`~knowledge_crawler.errors.SchemaMismatchError` naming it, and every
+    write raises :class:`StoreError`.
     """
     url = database_url(url)
     if url.startswith("sqlite:///"):
         from knowledge_crawler.store.sqlite import SqliteStore
 
-        return SqliteStore(url, busy_timeout=busy_timeout)
+        return SqliteStore(url, busy_timeout=busy_timeout, read_only=read_only)
     if url.startswith(("postgresql://", "postgres://")):
         from knowledge_crawler.store.postgres import PostgresStore
 
-        return PostgresStore(url, busy_timeout=busy_timeout)
+        return PostgresStore(url, busy_timeout=busy_timeout, read_only=read_only)
     scheme = url.split(":", 1)[0] if ":" in url else url
     raise StoreError(
         f"unsupported database URL scheme {scheme!r} in {display_url(url)!r} "

@@ -116,6 +116,8 @@ class Dialect(abc.ABC):
     url_list: str
     #: a row's place among rows that sort equal, for tables without an id column
     tiebreak: str
+    #: opened for reading only: never migrated, and every write transaction refused
+    read_only: bool = False
 
     def __init__(self) -> None:
         self.lock = threading.RLock()

@@ -28,6 +28,7 @@ __all__ = [
     "MIGRATIONS",
     "POSTGRES_SEARCH_CONFIG",
     "Migration",
+    "check_schema",
     "pending_migrations",
     "postgres_types",
 ]
@@ -637,3 +638,21 @@ def pending_migrations(applied: Set[str], url: str) -> list[Migration]:
             f"(unknown migrations: {', '.join(unknown)})"
         )
     return [m for m in MIGRATIONS if m.name not in applied]
+
+
+def check_schema(applied: Set[str] | None, name: str) -> None:
+    """For a reader, which never migrates: :class:`SchemaMismatchError` unless the
+    database (``name``: its path, or URL without password) records exactly this
+    code's migrations. ``applied`` None: it has no ``schema_migrations`` at all."""
+    if applied is None:
+        raise SchemaMismatchError(
+            f"{name} holds no knowledge_crawler dataset (no schema_migrations table; crawl first)"
+        )
+    pending = pending_migrations(applied, name)  # raises for a newer schema
+    if pending:
+        names = ", ".join(m.name for m in pending)
+        raise SchemaMismatchError(
+            f"{name} has an older schema than this knowledge_crawler (missing migrations: "
+            f"{names}); readers never migrate: run a crawl with this version on it to "
+            "upgrade it"
+        )

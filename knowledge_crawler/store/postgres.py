@@ -50,6 +50,7 @@ from knowledge_crawler.store.dialect import Row as DbRow
 from knowledge_crawler.store.migrations import (
     POSTGRES_SEARCH_CONFIG,
     Migration,
+    check_schema,
     pending_migrations,
 )
 
@@ -298,16 +299,19 @@ class PostgresDialect(Dialect):
     #: once apply each migration once
     _MIGRATION_LOCK = 0x6B635F6D696772  # "kc_migr"
 
-    def __init__(self, url: str, *, busy_timeout: float = 10.0) -> None:
+    def __init__(self, url: str, *, busy_timeout: float = 10.0, read_only: bool = False) -> None:
         """Connect to and migrate the database at ``url`` (``postgresql://`` or ``postgres://``).
 
         ``busy_timeout``: seconds a statement waits for another writer's lock
         (``lock_timeout``) before failing with :class:`TransientStoreError`.
+        ``read_only``: a session whose transactions are read-only
+        (``default_transaction_read_only``), on a schema it checks but never migrates.
         Whatever stops the opening raises one :class:`StoreError` line: ``cannot
         open URL: REASON`` (the URL without its password).
         """
         super().__init__()
         self.url = self.name = display_url(url)
+        self.read_only = read_only
         self._closed = False
         #: the connection of the transaction under way, if any
         self._active: psycopg.Connection[Any] | None = None
@@ -327,10 +331,15 @@ class PostgresDialect(Dialect):
         except psycopg.Error as exc:
             raise pg_store_error(exc, what) from None
         with self._opening(self._conn.close, what):
-            self._migrate()
+            if read_only:
+                check_schema(self._applied(self._conn), self.url)
+            else:
+                self._migrate()
 
     def _connect(self) -> psycopg.Connection[Any]:
         conn = psycopg.connect(self.conninfo, autocommit=True)
+        if self.read_only:
+            conn.execute("SET default_transaction_read_only = on")
         conn.execute(f"SET lock_timeout = {self._busy_ms}")
         # A batch's statements are short; JIT compiling one costs more than running it
         # (~0.2 s each when the planner overestimates a table not analyzed yet).
@@ -410,6 +419,8 @@ class PostgresDialect(Dialect):
 
     @contextlib.contextmanager
     def transaction(self, claims: Sequence[str] = ()) -> Iterator[None]:
+        if self.read_only:
+            raise StoreError(f"cannot write to {self.url}: it is opened read-only")
         conn = self.conn
         if claims and self._staged is not conn:
             # outside any transaction, so that a rolled-back batch does not take it along
@@ -563,5 +574,5 @@ class PostgresStore(SqlStore):
 
     db: PostgresDialect
 
-    def __init__(self, url: str, *, busy_timeout: float = 10.0) -> None:
-        super().__init__(PostgresDialect(url, busy_timeout=busy_timeout))
+    def __init__(self, url: str, *, busy_timeout: float = 10.0, read_only: bool = False) -> None:
+        super().__init__(PostgresDialect(url, busy_timeout=busy_timeout, read_only=read_only))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
@@ -28,7 +29,7 @@ from knowledge_crawler.store._report import search_result
 from knowledge_crawler.store.base import utc_now
 from knowledge_crawler.store.core import SqlStore, outlink_rows, passage_rows
 from knowledge_crawler.store.dialect import Dialect, PageWrites, Params, Row
-from knowledge_crawler.store.migrations import Migration, pending_migrations
+from knowledge_crawler.store.migrations import Migration, check_schema, pending_migrations
 
 __all__ = ["BAD_RECORD_ERRORS", "SqliteDialect", "SqliteStore", "sqlite_path", "store_error"]
 
@@ -197,17 +198,22 @@ class SqliteDialect(Dialect):
     url_list = "GROUP_CONCAT(canonical_url, ' ')"
     tiebreak = "rowid"
 
-    def __init__(self, url: str, *, busy_timeout: float = 10.0) -> None:
+    def __init__(self, url: str, *, busy_timeout: float = 10.0, read_only: bool = False) -> None:
         """Open (creating its folder) and migrate the database at ``url``.
 
         ``busy_timeout``: seconds a statement waits for another writer's lock
-        before failing with :class:`TransientStoreError`. Whatever stops the
-        opening raises one :class:`StoreError` line: ``cannot open PATH: REASON``.
+        before failing with :class:`TransientStoreError`. ``read_only``: open the
+        file as it is, for reading only (see :meth:`_open_read_only`). Whatever
+        stops the opening raises one :class:`StoreError` line: ``cannot open PATH: REASON``.
         """
         super().__init__()
         self.url = url
+        self.read_only = read_only
         self.name = self.path = path = sqlite_path(url)
         what = f"cannot open {path}"
+        if read_only:
+            self._open_read_only(busy_timeout)
+            return
         if path != ":memory:":
             parent = Path(path).parent
             try:
@@ -230,6 +236,64 @@ class SqliteDialect(Dialect):
             self.conn.execute("PRAGMA synchronous = NORMAL")
             self.conn.execute("PRAGMA foreign_keys = ON")
             self._migrate()
+
+    def _open_read_only(self, busy_timeout: float) -> None:
+        """Open the file for reading only (``mode=ro``, ``query_only``): no folder made,
+        no WAL switch, no migration; a schema older or newer than this code's is refused.
+
+        A WAL database whose folder cannot be written (a read-only snapshot) cannot
+        be opened ``mode=ro`` without its -shm file: it is then opened ``immutable=1``
+        (:attr:`immutable`), which is right only when no -wal file is left with
+        commits the file does not hold yet; with one, the opening fails.
+        """
+        path = self.path
+        what = f"cannot open {path}"
+        file = Path(path)
+        if path == ":memory:" or not file.is_file():
+            why = "it is a directory" if file.is_dir() else "no such file"
+            raise StoreError(f"{what}: {why}")
+        #: opened ``immutable=1``: the file is taken not to change while it is open
+        self.immutable = False
+        uri = file.absolute().as_uri()
+        try:
+            self.conn = self._connect_read_only(f"{uri}?mode=ro", busy_timeout)
+            with self._opening(self.conn.close, what):
+                applied = self._applied()
+        except StoreError as exc:
+            wal = Path(f"{path}-wal")
+            if "unable to open" not in str(exc) or os.access(file.parent, os.W_OK):
+                raise
+            if wal.exists():
+                raise StoreError(
+                    f"{what} read-only: its folder cannot be written and its write-ahead log "
+                    f"{wal} is left without its -shm file (copy the database with its -wal "
+                    "and -shm files, or checkpoint it where it is written)"
+                ) from None
+            self.immutable = True
+            self.conn = self._connect_read_only(f"{uri}?mode=ro&immutable=1", busy_timeout)
+            with self._opening(self.conn.close, what):
+                applied = self._applied()
+        with self._opening(self.conn.close, what):
+            check_schema(applied, path)
+
+    def _connect_read_only(self, uri: str, busy_timeout: float) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise store_error(exc, f"cannot open {self.path}") from None
+        with self._opening(conn.close, f"cannot open {self.path}"):
+            conn.execute(f"PRAGMA busy_timeout = {max(0, round(busy_timeout * 1000))}")
+            conn.execute("PRAGMA query_only = ON")
+        return conn
+
+    def _applied(self) -> set[str] | None:
+        """The migrations the file records (None: it has no ``schema_migrations``)."""
+        exists = self.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+        ).fetchone()
+        if not exists:
+            return None
+        return {r[0] for r in self.conn.execute("SELECT name FROM schema_migrations")}
 
     def _use_wal(self, busy_timeout: float) -> None:
         """Switch the file to WAL, waiting up to ``busy_timeout`` for another opener.
@@ -322,6 +386,8 @@ class SqliteDialect(Dialect):
         SQLite rolls some failures back by itself (a full disk, an I/O error): the
         ROLLBACK is then skipped, so the original error is what the caller sees.
         """
+        if self.read_only:
+            raise StoreError(f"cannot write to {self.path}: it is opened read-only")
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             yield
@@ -473,6 +539,6 @@ class SqliteStore(SqlStore):
 
     db: SqliteDialect
 
-    def __init__(self, url: str, *, busy_timeout: float = 10.0) -> None:
-        super().__init__(SqliteDialect(url, busy_timeout=busy_timeout))
+    def __init__(self, url: str, *, busy_timeout: float = 10.0, read_only: bool = False) -> None:
+        super().__init__(SqliteDialect(url, busy_timeout=busy_timeout, read_only=read_only))
         self.path = self.db.path
