@@ -22,6 +22,7 @@ __all__ = [
     "CONDITIONAL",
     "DEPTH",
     "DISCOVERY",
+    "HOST_UNREACHABLE",
     "KEY",
     "RETRY",
     "SOURCE",
@@ -37,5 +38,7 @@ DISCOVERY = "kc_discovery"
 ADAPTER = "kc_adapter"
 CHECKPOINT = "kc_checkpoint"
 RETRY = "kc_retry"
+#: the error kind of the host's robots.txt fetch when it could not reach the host at all
+HOST_UNREACHABLE = "kc_host_unreachable"
 #: a page request built and not yet in the queue (the spider counts them: KC_QUEUE_MEMORY_REQUESTS)
 IN_TRANSIT = "kc_in_transit"

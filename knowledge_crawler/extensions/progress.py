@@ -4,11 +4,13 @@ Scrapy's own ``LogStats`` speaks every 60 s and counts responses; a user
 watching a crawl wants to know what reached the database. Each line reads::
 
     progress: 1,204 pages stored (+118, 11.8/s), 1,390 responses, 612 queued,
-    8 in flight, 3 fetch errors
+    8 in flight, 3 fetch errors, 5 retries
 
 ``stored`` counts rows committed by the store pipeline (``kc/store/upserted``),
 ``queued`` the scheduler's pending requests, ``in flight`` the requests being
-downloaded. A last line is logged when the spider closes.
+downloaded (a request waiting to be retried is one), ``fetch errors`` the pages whose
+fetch failed for this crawl, ``retries`` the failed fetches retried in it or left to the
+next crawl. A last line is logged when the spider closes.
 """
 
 from __future__ import annotations
@@ -79,6 +81,8 @@ class Progress:
             "queued": queued,
             "in_flight": in_flight,
             "errors": errors,
+            "retries": int(stats.get_value("kc/retry/scheduled", 0))
+            + int(stats.get_value("kc/retry/deferred", 0)),
         }
 
     def log(self) -> None:
@@ -89,7 +93,7 @@ class Progress:
         self._stored_before, self._at_before = snap["stored"], now
         logger.info(
             "progress: %s pages stored (+%s, %.1f/s), %s responses, %s queued, "
-            "%s in flight, %s fetch errors",
+            "%s in flight, %s fetch errors, %s retries",
             f"{snap['stored']:,}",
             f"{added:,}",
             added / elapsed,
@@ -97,4 +101,5 @@ class Progress:
             f"{snap['queued']:,}",
             snap["in_flight"],
             snap["errors"],
+            snap["retries"],
         )

@@ -9,7 +9,9 @@ what a failure means, given the page's retry state (loaded from
   (``KC_RETRY_BASE_SECONDS``, ``KC_RETRY_MAX_ATTEMPTS``, ``KC_RETRY_MAX_SECONDS``);
   a retry due within ``KC_RETRY_WAIT_SECONDS`` waits in this crawl (the request
   holds its download slot meanwhile, so only its host waits), a later one is
-  left to the next crawl, which picks it up when due;
+  left to the next crawl, which picks it up when due; so is the retry of a page whose
+  host could not be reached for its robots.txt either (``kc/retry/host_unreachable``):
+  a host that is down ends its crawl in seconds;
 * 429 (and 503 with ``Retry-After``): honours ``Retry-After`` (seconds or an
   HTTP date) and slows the host down (its download slot's delay), leaving other
   hosts alone;
@@ -35,6 +37,7 @@ from knowledge_crawler import meta
 from knowledge_crawler.config import KcConfig
 from knowledge_crawler.middlewares._base import SourceMiddleware
 from knowledge_crawler.sync.retry import (
+    UNREACHABLE_ERRORS,
     Action,
     AttemptDecision,
     Failure,
@@ -122,6 +125,13 @@ class RetryMiddleware(SourceMiddleware):
             self._count(decision)
             return None
         delay = decision.delay or 0.0
+        unreachable = request.meta.get(meta.HOST_UNREACHABLE)
+        if unreachable and failure.status is None and failure.error_kind in UNREACHABLE_ERRORS:
+            # its robots.txt could not reach the host either: nothing of it answered this
+            # crawl, so the retry is left to the next one rather than waited for here
+            self.inc("kc/retry/deferred")
+            self.inc("kc/retry/host_unreachable")
+            return None
         if delay > self.wait_limit:
             self.inc("kc/retry/deferred")  # stored with its time; a later crawl retries it
             return None

@@ -69,6 +69,7 @@ __all__ = [
     "SLOW_DOWN_START",
     "TRANSIENT_ERRORS",
     "TRANSIENT_STATUSES",
+    "UNREACHABLE_ERRORS",
     "Action",
     "AttemptDecision",
     "AttemptState",
@@ -131,6 +132,22 @@ TRANSIENT_ERRORS: frozenset[str] = frozenset(
         "OSError",
         # the browser (scrapy-playwright): a crashed page or browser is retried
         "TargetClosedError",
+    }
+)
+
+#: Error kinds of a host that could not be reached at all (no name, no route, refused,
+#: no answer to connect): a host that gives one of these for its robots.txt and then for
+#: a page has not answered this crawl, and waiting in the crawl for it is not worth it.
+UNREACHABLE_ERRORS: frozenset[str] = frozenset(
+    {
+        "ConnectionRefusedError",
+        "DownloadConnectionRefusedError",
+        "ConnectError",
+        "NoRouteError",
+        "TCPTimedOutError",
+        "DNSLookupError",
+        "CannotResolveHostError",
+        "UnknownHostError",
     }
 )
 

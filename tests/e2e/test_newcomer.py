@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from knowledge_crawler.testsite import TestSite
+from tests.helpers import query
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -109,3 +110,38 @@ def test_a_refresh_with_nothing_due_says_so_and_when_the_next_page_is(
     [line] = [x for x in refresh.stderr.splitlines() if "nothing was due" in x]
     # a new page is first checked again after the geometric mean of 2 hours and 7 days
     assert "the next of" in line and "(in 18 hours)" in line, line
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_an_unreachable_start_url_ends_at_once_with_one_line_and_keeps_its_retry(
+    tmp_path: Path,
+) -> None:
+    db = f"sqlite:///{tmp_path / 'k.db'}"
+    url = f"http://127.0.0.1:{_closed_port()}/"
+    crawl = run(
+        [str(BIN / "scrapy"), "crawl", "knowledge", "-a", f"seeds={url}", *FAST],
+        KC_DATABASE_URL=db,
+        timeout=120,
+    )
+    assert crawl.returncode == 1
+    assert "Traceback" not in crawl.stderr
+    last = crawl.stderr.strip().splitlines()[-1]
+    assert last.startswith("scrapy crawl knowledge: error: none of the 1 start URLs"), last
+    assert "ConnectionRefusedError=1" in last
+    # the host refused its robots.txt too: the page is not retried in this crawl (which
+    # took 15 to 40 s of backoff) but left, with its retry state, to the next one
+    [run_row] = query(db, "SELECT counters FROM crawl_runs")
+    counters = json.loads(run_row["counters"])
+    assert counters.get("kc/retry/host_unreachable") == 1
+    assert not counters.get("kc/retry/scheduled")
+    [attempt] = query(db, "SELECT url, attempts, next_retry_at FROM fetch_attempts")
+    assert attempt["url"] == url and attempt["attempts"] == 1 and attempt["next_retry_at"]
+    progress = [x for x in crawl.stderr.splitlines() if "progress:" in x]
+    assert progress and progress[-1].endswith("1 fetch errors, 1 retries")
