@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from knowledge_crawler.testsite import TestSite
+from tests.e2e.crawl_process import command, count, env
 from tests.e2e.test_render_e2e import alive, descendants
 from tests.helpers import query
 
@@ -74,3 +75,32 @@ def test_an_interrupted_crawl_stops_its_stage_workers(site: TestSite, tmp_path: 
     assert [pid for pid in below if alive(pid)] == []
     [run] = query(f"sqlite:///{tmp_path / 'k.db'}", "SELECT outcome FROM crawl_runs")
     assert run["outcome"] == "interrupted"
+
+
+def test_ctrl_c_in_a_terminal_stops_the_crawl_not_its_workers_first(
+    site: TestSite, tmp_path: Path
+) -> None:
+    # A terminal's Ctrl-C signals the whole foreground process group: crawl and workers.
+    site.slow("/articles/", 0.3)
+    db = tmp_path / "k.db"
+    process = subprocess.Popen(
+        command(site.url, "KC_STAGE_WORKERS=1"),
+        cwd=REPO,
+        env=env(db),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # a process group of its own, as a terminal's job
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and count(db, "SELECT COUNT(*) FROM page_meta") < 3:
+            time.sleep(0.2)
+        os.killpg(process.pid, signal.SIGINT)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 130, stderr[-3000:]
+    assert "KeyboardInterrupt" not in stderr, stderr[-3000:]
+    assert "worker process died" not in stderr, stderr[-3000:]
