@@ -399,7 +399,10 @@ class StagePool:
             initargs=(self.rules, board),
         )
         self.pipes_widened = widen_pipes(executor)
-        if self._eager:  # started now, while the crawl starts, not with its first page
+        # Started now, while the crawl starts, not with its first page; a new pool after a
+        # crash has pages waiting: its workers start here too, not on the event loop with
+        # the first call.
+        if self._eager or self.restarts:
             self._warm_ups = [executor.submit(_warm_up) for _ in range(self.workers)]
         return executor, board
 
