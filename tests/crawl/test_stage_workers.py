@@ -149,7 +149,7 @@ async def test_a_page_past_the_time_limit_fails_and_the_crawl_ends(
     settings = {
         "KC_STAGE_WORKERS": 1,
         "ITEM_PIPELINES": pipelines(SpinningExtract),
-        "KC_STAGE_TIMEOUT_SECONDS": 3,
+        "KC_STAGE_TIMEOUT_SECONDS": 5,
     }
     crawler = await run_crawl(db_url, settings, seeds=site.url)
     assert crawler.stats.get_value("finish_reason") == "finished"  # not CLOSESPIDER_TIMEOUT
@@ -157,7 +157,7 @@ async def test_a_page_past_the_time_limit_fails_and_the_crawl_ends(
     assert len(stored(db_url)) > 40 and about not in stored(db_url)
     [failure] = attempts(db_url)
     assert (failure["canonical_url"], failure["attempts"]) == (about, 1)
-    assert failure["last_error"] == "StageTimeout: over 3 s"
+    assert failure["last_error"] == "StageTimeout: over 5 s"
     run = last_run(db_url)
     assert (run["outcome"], run["parse_failures"]) == ("finished", 1)
     assert json.loads(run["counters"])["kc/stages/timed_out"] == 1
