@@ -94,6 +94,9 @@ class KcConfig:
     #: canonicalize, fingerprint), so that it runs beside the crawl's event loop; -1: one
     #: fewer than the machine's CPUs (at least one); 0: none, the stages run in the crawl
     stage_workers: int = -1
+    #: the longest one page's stages may take in a worker before the worker is killed and
+    #: the page fails (recorded with retry state) (s)
+    stage_timeout_seconds: float = 60.0
     #: fetch private, loopback and link-local addresses for every host, not only for the
     #: hosts a source names itself (F-SAFETY)
     allow_private_addresses: bool = False
@@ -153,6 +156,7 @@ class KcConfig:
             "browser_timeout_seconds",
             "browser_context_pages",
             "lease_ttl_seconds",
+            "stage_timeout_seconds",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{setting_name(name)} must be > 0, got {getattr(self, name)}")

@@ -92,6 +92,10 @@ class PageItem:
     #: stages 1-4 worked out ahead in a worker process (``transform.stages.Prepared``);
     #: each stage takes its result from it while its input is what the worker saw
     prepared: Any = None
+    #: why the stage workers could not do this page (``crawl.stage_pool.StagePageError``:
+    #: its stages raised, it killed its worker, it ran past the time limit); the extract
+    #: stage records it as a failure with retry state, and the page is not stored
+    stage_failure: Exception | None = None
 
     # -- 0. archive -------------------------------------------------------------
     #: where the response is archived: WARC file (relative to the archive folder) and the

@@ -46,6 +46,7 @@ KC_KNOWN_MEMORY_PAGES = _DEFAULTS.known_memory_pages
 KC_GC_YOUNG_THRESHOLD = _DEFAULTS.gc_young_threshold
 KC_MALLOC_TRIM_SECONDS = _DEFAULTS.malloc_trim_seconds
 KC_STAGE_WORKERS = _DEFAULTS.stage_workers
+KC_STAGE_TIMEOUT_SECONDS = _DEFAULTS.stage_timeout_seconds
 KC_ALLOW_PRIVATE_ADDRESSES = _DEFAULTS.allow_private_addresses
 KC_REDIS_URL = os.environ.get("KC_REDIS_URL", _DEFAULTS.redis_url)
 KC_REDIS_KEY_PREFIX = os.environ.get("KC_REDIS_KEY_PREFIX", _DEFAULTS.redis_key_prefix)

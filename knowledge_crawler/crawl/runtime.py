@@ -61,6 +61,7 @@ from knowledge_crawler.transform.stages import StageRules
 __all__ = [
     "LEASE_HELD",
     "LEASE_LOST",
+    "STAGES_FAILED",
     "STORE_FAILED",
     "Runtime",
     "check_database",
@@ -84,6 +85,8 @@ STORE_FAILED = "store_failed"
 LEASE_HELD = "lease_held"
 #: ... of a crawl whose lease expired and was taken by another writer
 LEASE_LOST = "lease_lost"
+#: ... of a crawl whose stage workers could not start (or start again)
+STAGES_FAILED = "stage_pool_failed"
 #: how a crawl refused for a lease says how to wait for it instead
 WAIT_HINT = "or wait for it with -s KC_LEASE_WAIT_SECONDS=SECONDS"
 
@@ -112,7 +115,14 @@ _COUNTER_SOURCES: dict[str, tuple[str, ...]] = {
     "responses_404": ("kc/fetch/status/404",),
     "responses_429": ("kc/fetch/status/429",),
     "retries_scheduled": ("kc/retry/scheduled", "kc/retry/deferred"),
-    "parse_failures": ("kc/extract/failed",),
+    # pages whose content could not be parsed: extraction failed, a stage raised, the page
+    # killed its stage worker or ran past the stages' time limit
+    "parse_failures": (
+        "kc/extract/failed",
+        "kc/stages/failed",
+        "kc/extract/worker_crashed",
+        "kc/stages/timed_out",
+    ),
     "upserts_completed": ("kc/store/upserted",),
     "duplicates_found": ("kc/dedupe/exact", "kc/dedupe/near"),
     "tombstones_created": ("kc/tombstones/created",),
@@ -132,7 +142,8 @@ def run_outcome(reason: str, stats: Mapping[str, Any]) -> str:
     ``refused`` when another writer's lease kept it from starting (``kc/lease/refused``:
     it wrote nothing and recorded no run); ``failed`` when the store failed
     (``kc/store/failed``), when it lost its lease (``kc/lease/lost``), when the dedupe
-    state's file failed (``kc/dedupe/state_failed``) or when none of the
+    state's file failed (``kc/dedupe/state_failed``), when its stage workers could not
+    start (``kc/stages/pool_failed``) or when none of the
     start URLs could be fetched (``kc/start/fetched`` 0 of ``kc/start/requested``
     > 0); ``interrupted`` on ``shutdown`` (Ctrl-C, SIGTERM); else ``finished``
     (a ``closespider_*`` limit is a normal end).
@@ -145,6 +156,8 @@ def run_outcome(reason: str, stats: Mapping[str, Any]) -> str:
     if stats.get("kc/lease/refused"):
         return "refused"
     if stats.get("kc/store/failed") or stats.get("kc/dedupe/state_failed"):
+        return "failed"
+    if stats.get("kc/stages/pool_failed"):
         return "failed"
     if stats.get("kc/lease/lost"):
         return "failed"

@@ -10,11 +10,24 @@ is in a worker, the pages that arrive wait and go together in the next one, so
 a busy crawl sends large batches and an idle one waits for none. Each worker
 gets the sources' rules once, when it starts.
 
-A worker that dies (killed, out of memory, a crash in a C library) breaks the
-pool: a new one is started and the pages of the broken batch are sent again,
-one at a time with nothing beside them, so that a page that kills a worker by
-itself is found: it fails with :class:`WorkerCrashed`, and the rest are done.
-Nothing of the crawl stops.
+Each worker marks on a board in shared memory (:class:`_Board`) which call and which
+page of it it is working on, and since when. So the pool knows what a page costs it:
+
+* a page whose stages raise fails alone (:class:`StageFailed`, naming the exception);
+  the worker goes on with the rest of its batch;
+* a worker that dies (killed, out of memory, a crash in a C library) breaks the pool: a
+  new one is started, off the event loop, and the pages of the broken calls are sent
+  again; the page a worker was on when it died goes alone, with nothing beside it, so
+  that a page that kills a worker by itself is found: it fails with
+  :class:`WorkerCrashed`, and the rest are done;
+* a page that runs past the time limit (``timeout``, ``KC_STAGE_TIMEOUT_SECONDS``) has
+  its worker killed and fails with :class:`StageTimeout`; the rest of its batch is sent
+  again.
+
+Nothing of the crawl stops for a page. A pool that cannot start (or start again) fails
+every page waiting and every later one at once with :class:`StagePoolFailed`. Workers
+ignore SIGINT: Ctrl-C in a terminal reaches the whole process group, and it is the
+crawl, not its workers, that decides how to stop; the crawl ends them.
 
 Batches travel through the pool's pipes. A Linux pipe holds 64 KiB, and a batch of
 pages is ten times that: the worker then read its next batch, and wrote its results,
@@ -33,12 +46,14 @@ import functools
 import logging
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import forkserver
+from typing import Any
 
 try:
     import fcntl
@@ -48,6 +63,7 @@ except ImportError:  # not on Windows: the pipes keep their size
 from knowledge_crawler.transform.stages import (
     PageInput,
     Prepared,
+    StageError,
     StageRules,
     prepare,
     prepare_batch,
@@ -57,7 +73,12 @@ __all__ = [
     "MAX_BATCH",
     "MAX_BATCH_BYTES",
     "PIPE_BYTES",
+    "StageFailed",
+    "StagePageError",
     "StagePool",
+    "StagePoolFailed",
+    "StagePoolStopped",
+    "StageTimeout",
     "WorkerCrashed",
     "run_batch",
     "start_forkserver",
@@ -77,10 +98,93 @@ PIPE_BYTES = 1024 * 1024
 
 #: the rules of the crawl's sources, in a worker process (set by its initializer)
 _RULES: dict[str, StageRules] = {}
+#: a worker's place on its pool's board: the board's values and the first of its own
+_SLOT: tuple[Any, int] | None = None
+
+#: what a batch's call gives back: a result (or a page's error) a page, and CPU seconds
+BatchResult = tuple[list[Prepared | StageError], float]
 
 
-class WorkerCrashed(RuntimeError):
+class StagePageError(RuntimeError):
+    """A page the stage workers could not do; the other pages of its batch are done."""
+
+    def __init__(self, message: str, url: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.url = url
+        #: what happened, without the URL (``ValueError: ...``, ``over 60 s``)
+        self.detail = detail
+
+    @property
+    def kind(self) -> str:
+        """The failure's kind: the class name."""
+        return type(self).__name__
+
+    @property
+    def error(self) -> str:
+        """The failure as the retry state records it: kind and detail."""
+        return f"{self.kind}: {self.detail}"[:300] if self.detail else self.kind
+
+
+class StageFailed(StagePageError):
+    """A page whose stages raised an exception (named in the message)."""
+
+
+class WorkerCrashed(StagePageError):
     """A page whose stages killed the worker process that ran them, on its own."""
+
+
+class StageTimeout(StagePageError):
+    """A page whose stages ran past the pool's time limit: its worker was killed."""
+
+
+class StagePoolFailed(RuntimeError):
+    """The worker pool could not start (or start again): no page can be done."""
+
+
+class StagePoolStopped(RuntimeError):
+    """The crawl is stopping and the pool broke (a signal to the process group, say): its
+    pages are left undone, and no new pool is started."""
+
+
+class _Board:
+    """Where each worker of a pool says what it is doing, in shared memory: four numbers a
+    worker (its pid, the call it runs, the page of the call, since when: ``time.monotonic``,
+    one clock for every process of the machine; 0 when idle). Written by the workers
+    without a lock, in an order that makes a read half-way through harmless, and read by
+    the pool on the event loop without waiting for anything."""
+
+    FIELDS = 4
+
+    def __init__(self, context: multiprocessing.context.BaseContext, workers: int) -> None:
+        self.values = context.RawArray("d", workers * self.FIELDS)
+        self.taken = context.Value("i", 0)
+
+    def claim(self) -> tuple[Any, int] | None:
+        """A worker's place, the next free one (None when all are taken)."""
+        with self.taken.get_lock():
+            n = self.taken.value
+            self.taken.value = n + 1
+        base = n * self.FIELDS
+        if base >= len(self.values):
+            return None
+        self.values[base] = os.getpid()
+        return self.values, base
+
+    def entries(self) -> list[tuple[int, int, int, float]]:
+        """Each worker's (pid, call, page, started); call 0 and started 0.0: idle."""
+        v = self.values[:]
+        return [
+            (int(v[i]), int(v[i + 1]), int(v[i + 2]), v[i + 3])
+            for i in range(0, len(v), self.FIELDS)
+        ]
+
+    def page_of(self, call: int) -> int | None:
+        """The page of ``call`` a worker is on: its index, -1 when the call started but no
+        page did (a ``work`` hook of its own), None when no worker is running the call."""
+        for _, running, page, started in self.entries():
+            if running == call and started:
+                return page
+        return None
 
 
 def worker_count(setting: int) -> int:
@@ -94,9 +198,14 @@ def worker_count(setting: int) -> int:
     return max(1, (os.cpu_count() or 1) - 1)
 
 
-def _start_worker(rules: dict[str, StageRules]) -> None:
+def _start_worker(rules: dict[str, StageRules], board: _Board | None = None) -> None:
+    global _SLOT
+    # Ctrl-C in a terminal signals the whole process group: the crawl decides how to stop,
+    # and ends its workers itself (a worker that took it would die, and be taken for a crash).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _RULES.clear()
     _RULES.update(rules)
+    _SLOT = board.claim() if board is not None else None
     # A worker waits for calls on a pipe it also holds the writing end of, so it never
     # sees the crawl go: a crawl killed outright (SIGKILL, out of memory) would leave it,
     # and the forkserver, behind for good. It leaves when the crawl process is gone.
@@ -112,10 +221,40 @@ def _exit_with(parent: multiprocessing.process.BaseProcess) -> None:
     os._exit(0)
 
 
-def run_batch(pages: list[PageInput]) -> tuple[list[Prepared], float]:
-    """The pages' stages, and the CPU time they took in this worker (s)."""
+def run_batch(
+    pages: list[PageInput], *, stages: Callable[[PageInput, StageRules], Prepared] = prepare
+) -> BatchResult:
+    """The pages' stages (a :class:`StageError` for a page whose stages raised), and the
+    CPU time they took in this worker (s). ``stages`` replaces ``prepare`` (tests)."""
     started = time.process_time()
-    return prepare_batch(pages, _RULES), time.process_time() - started
+    results = prepare_batch(pages, _RULES, stages=stages, started=_page_started)
+    return results, time.process_time() - started
+
+
+def _page_started(page: int) -> None:
+    """On the board: this worker starts page ``page`` of its call, now."""
+    if _SLOT is not None:
+        values, base = _SLOT
+        values[base + 3] = time.monotonic()  # the time first: never a new page's old time
+        values[base + 2] = page
+
+
+def _run_call(
+    work: Callable[[list[PageInput]], BatchResult], call: int, pages: list[PageInput]
+) -> BatchResult:
+    """``work`` of a call's pages in a worker, marked on the board while it runs."""
+    if _SLOT is None:
+        return work(pages)
+    values, base = _SLOT
+    values[base + 3] = 0.0  # idle while the call and page change
+    values[base + 1] = call
+    values[base + 2] = -1  # no page yet: run_batch says which, a hook of its own may not
+    values[base + 3] = time.monotonic()
+    try:
+        return work(pages)
+    finally:
+        values[base + 3] = 0.0
+        values[base + 1] = 0
 
 
 def widen_pipes(executor: ProcessPoolExecutor, size: int = PIPE_BYTES) -> int:
@@ -187,6 +326,11 @@ def _how_workers_ended(executor: ProcessPoolExecutor, error: BaseException) -> s
     return codes + (f"; {str(cause).strip()[-300:]}" if cause is not None else "")
 
 
+#: a page waiting for a worker: the page, the future of its result, and whether it goes
+#: alone (the page a worker was on when it died)
+_Waiting = tuple[PageInput, "asyncio.Future[Prepared]", bool]
+
+
 class StagePool:
     """``workers`` processes running :func:`~knowledge_crawler.transform.stages.prepare`."""
 
@@ -195,27 +339,45 @@ class StagePool:
         workers: int,
         rules: dict[str, StageRules],
         *,
-        work: Callable[[list[PageInput]], tuple[list[Prepared], float]] | None = None,
+        work: Callable[[list[PageInput]], BatchResult] | None = None,
         eager: bool = True,
+        timeout: float | None = None,
+        stopping: Callable[[], bool] = lambda: False,
     ) -> None:
         """``work`` replaces what a worker does with a batch (tests; a module-level function).
-        ``eager``: start the workers now (else with the first page)."""
+        ``eager``: start the workers now (else with the first page). ``timeout``: the
+        longest a page's stages may take (s) before its worker is killed; None: no limit.
+        ``stopping``: whether the crawl is stopping (a pool that breaks then is not started
+        again, nor its breakage taken for a crash)."""
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
+        if timeout is not None and timeout <= 0:
+            raise ValueError(f"timeout must be > 0, got {timeout}")
         self.workers = workers
         self.rules = rules
+        self.timeout = timeout
         self._work = work or run_batch
         self._eager = eager
+        self._stopping = stopping
+        self._loop = asyncio.get_running_loop()
+        #: why no page can be done: the pool could not start (or start again)
+        self.failed: StagePoolFailed | None = None
         # Starting the first process waits for the forkserver to start and load its
         # libraries (a second or more): on a thread, so the crawl goes on meanwhile and the
-        # pages that arrive wait for it.
+        # pages that arrive wait for it. So does every new pool after a worker died.
         self._executor: ProcessPoolExecutor | None = None
-        self._starting = asyncio.get_running_loop().run_in_executor(None, self._start)
+        self._board: _Board | None = None
+        self._starting = self._loop.run_in_executor(None, self._start)
         self._starting.add_done_callback(self._started)
-        #: pages waiting for a worker: (page, future of its result, sent alone)
-        self._waiting: list[tuple[PageInput, asyncio.Future[Prepared], bool]] = []
+        #: pages waiting for a worker
+        self._waiting: list[_Waiting] = []
         #: calls a worker is running or has queued; one more than the workers keeps each busy
         self._in_flight = 0
+        self._calls: dict[int, list[_Waiting]] = {}
+        self._call_ids = 0
+        #: the calls whose worker was killed for running past the limit, and on which page
+        self._killed: dict[int, int] = {}
+        self._watch: asyncio.TimerHandle | None = None
         self._closed = False
         #: counters for the crawl's stats: calls, pages, restarts, the workers' CPU time (s)
         self.batches = 0
@@ -226,17 +388,23 @@ class StagePool:
         self.pipes_widened = 0
         self._warm_ups: list[Future[None]] = []
 
-    def _start(self) -> ProcessPoolExecutor:
+    def _start(self) -> tuple[ProcessPoolExecutor, _Board]:
+        """A new executor and its board (on a thread: it waits for processes to start)."""
+        context = _context()
+        board = _Board(context, self.workers)
         executor = ProcessPoolExecutor(
             max_workers=self.workers,
-            mp_context=_context(),
+            mp_context=context,
             initializer=_start_worker,
-            initargs=(self.rules,),
+            initargs=(self.rules, board),
         )
         self.pipes_widened = widen_pipes(executor)
-        if self._eager:  # started now, while the crawl starts, not with its first page
+        # Started now, while the crawl starts, not with its first page; a new pool after a
+        # crash has pages waiting: its workers start here too, not on the event loop with
+        # the first call.
+        if self._eager or self.restarts:
             self._warm_ups = [executor.submit(_warm_up) for _ in range(self.workers)]
-        return executor
+        return executor, board
 
     @property
     def ready(self) -> bool:
@@ -244,25 +412,35 @@ class StagePool:
         is not held up by their start, which takes a second or so."""
         return self._executor is not None and all(f.done() for f in self._warm_ups)
 
-    def _started(self, starting: asyncio.Future[ProcessPoolExecutor]) -> None:
-        error = starting.exception() if not starting.cancelled() else RuntimeError("cancelled")
+    def _started(self, starting: asyncio.Future[tuple[ProcessPoolExecutor, _Board]]) -> None:
+        if starting.cancelled():
+            error: BaseException | None = RuntimeError("cancelled")
+        else:
+            error = starting.exception()
         if error is not None:
+            self.failed = StagePoolFailed(
+                f"the stage worker pool could not start: {type(error).__name__}: {error}"
+            )
             for _, future, _ in self._waiting:
                 if not future.done():
-                    future.set_exception(error)
+                    future.set_exception(self.failed)
             self._waiting.clear()
             return
-        self._executor = starting.result()
+        self._executor, self._board = starting.result()
         if self._closed:
             self._executor.shutdown(wait=False, cancel_futures=True)
         else:
             self._send()
 
     async def prepare(self, page: PageInput) -> Prepared:
-        """Stages 1-4 of ``page`` in a worker; :class:`WorkerCrashed` if it kills one alone."""
+        """Stages 1-4 of ``page`` in a worker; a :class:`StagePageError` when the workers
+        cannot do it (its stages raised, it kills a worker alone, it takes too long),
+        :class:`StagePoolFailed` when the pool cannot start."""
+        if self.failed is not None:
+            raise StagePoolFailed(str(self.failed))
         if self._closed:
             raise RuntimeError("the stage pool is closed")
-        future: asyncio.Future[Prepared] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Prepared] = self._loop.create_future()
         self._waiting.append((page, future, False))
         self._send()
         return await future
@@ -270,11 +448,10 @@ class StagePool:
     def _send(self) -> None:
         if self._executor is None:  # still starting: _started sends what waits
             return
-        loop = asyncio.get_running_loop()
         while self._waiting and self._in_flight <= self.workers:
             if self._waiting[0][2]:
-                # After a crash, the pages it took are tried one at a time, nothing else
-                # beside them: a breakage then names its page.
+                # The page a worker died on goes alone, nothing beside it: a breakage
+                # then names its page.
                 if self._in_flight:
                     return
                 batch = self._waiting[:1]
@@ -290,46 +467,96 @@ class StagePool:
             self._in_flight += 1
             alone = batch[0][2]
             self.batches += 1
-            executor = self._executor
+            self._call_ids += 1
+            call = self._call_ids
+            self._calls[call] = batch
+            executor, board = self._executor, self._board
             try:
-                call: Future[tuple[list[Prepared], float]] = executor.submit(
-                    self._work, [p for p, _, _ in batch]
+                submitted: Future[BatchResult] = executor.submit(
+                    _run_call, self._work, call, [p for p, _, _ in batch]
                 )
             except BrokenProcessPool as exc:  # broken before the call was taken
-                call = Future()
-                call.set_exception(exc)
-            asyncio.wrap_future(call, loop=loop).add_done_callback(
-                functools.partial(self._done, batch=batch, executor=executor)
+                submitted = Future()
+                submitted.set_exception(exc)
+            asyncio.wrap_future(submitted, loop=self._loop).add_done_callback(
+                functools.partial(
+                    self._done, batch=batch, executor=executor, board=board, call=call
+                )
             )
+            if self.timeout is not None and self._watch is None:
+                self._watch = self._loop.call_later(self._watch_every(), self._check_times)
             if alone:
                 return
 
+    def _watch_every(self) -> float:
+        assert self.timeout is not None
+        return min(1.0, max(0.05, self.timeout / 4))
+
+    def _check_times(self) -> None:
+        """Kill the worker of a page that has run past the time limit (a read of shared
+        memory and a signal: nothing here waits)."""
+        self._watch = None
+        if self._closed or self.timeout is None or not self._calls:
+            return
+        board, now = self._board, time.monotonic()
+        for pid, call, page, started in board.entries() if board is not None else []:
+            if not (pid and started and call in self._calls and call not in self._killed):
+                continue
+            if now - started <= self.timeout:
+                continue
+            self._killed[call] = page
+            batch = self._calls[call]
+            url = batch[page][0].final_url if 0 <= page < len(batch) else "a batch"
+            logger.warning(
+                "stage worker pid %s spent over %s s on %s (KC_STAGE_TIMEOUT_SECONDS): killed",
+                pid,
+                f"{self.timeout:g}",
+                url,
+            )
+            with contextlib.suppress(OSError):  # it may have ended by itself meanwhile
+                os.kill(pid, signal.SIGKILL)
+        self._watch = self._loop.call_later(self._watch_every(), self._check_times)
+
     def _done(
         self,
-        done: asyncio.Future[tuple[list[Prepared], float]],
-        batch: list[tuple[PageInput, asyncio.Future[Prepared], bool]],
+        done: asyncio.Future[BatchResult],
+        batch: list[_Waiting],
         executor: ProcessPoolExecutor,
+        board: _Board | None,
+        call: int,
     ) -> None:
         self._in_flight -= 1
+        self._calls.pop(call, None)
+        killed = self._killed.pop(call, None)
         error = done.exception() if not done.cancelled() else RuntimeError("cancelled")
         if error is None:
             results, cpu = done.result()
             self.pages += len(results)
             self.worker_cpu += cpu
             for (_, future, _), result in zip(batch, results, strict=True):
-                if not future.done():
+                if future.done():
+                    continue
+                if isinstance(result, StageError):
+                    future.set_exception(
+                        StageFailed(
+                            f"a stage raised {result} on {result.final_url}",
+                            result.final_url,
+                            str(result),
+                        )
+                    )
+                else:
                     future.set_result(result)
+        elif isinstance(error, BrokenProcessPool) and not self._closed and self._stopping():
+            # The crawl is stopping (its process group was signalled, say): the pages are
+            # left undone, as those it never fetched, and no new pool is started.
+            logger.debug("the stage worker pool broke while the crawl stops: %s", error)
+            for _, future, _ in batch:
+                if not future.done():
+                    future.set_exception(StagePoolStopped("the crawl is stopping"))
         elif isinstance(error, BrokenProcessPool) and not self._closed:
             if executor is self._executor:  # the first failed call of this breakage
                 self._restart(error)
-            if len(batch) == 1 and batch[0][2]:
-                page, future, _ = batch[0]
-                if not future.done():
-                    future.set_exception(
-                        WorkerCrashed(f"a worker process died on {page.final_url}")
-                    )
-            else:  # each page again, on its own, ahead of the pages still waiting
-                self._waiting[:0] = [(p, f, True) for p, f, _ in batch if not f.done()]
+            self._send_again(batch, board, call, killed)
         else:
             for _, future, _ in batch:
                 if not future.done():
@@ -337,21 +564,72 @@ class StagePool:
         if not self._closed:
             self._send()
 
+    def _send_again(
+        self, batch: list[_Waiting], board: _Board | None, call: int, killed: int | None
+    ) -> None:
+        """The pages of a call its broken pool failed. The page its worker was killed on
+        for time fails, and so does a page sent alone that broke a worker again; the page
+        a worker was on when it died goes again alone; the others go again as they were,
+        ahead of the pages waiting."""
+        if len(batch) == 1 and batch[0][2]:
+            blamed: int | None = 0
+        elif killed is not None and 0 <= killed < len(batch):
+            blamed = killed
+        else:
+            blamed = None
+        if blamed is not None:
+            page, future, _ = batch[blamed]
+            if not future.done():
+                future.set_exception(self._blame(page, timed_out=killed is not None))
+            suspect = None
+        elif killed is not None:  # killed on a page it did not say (a hook of its own)
+            suspect = -1
+        else:
+            suspect = board.page_of(call) if board is not None else None
+        if suspect is None:  # none left to blame: not started, or done but not returned
+            again = [(p, f, False) for p, f, _ in batch]
+        elif suspect < 0:  # started, on a page it does not say: each page alone
+            again = [(p, f, True) for p, f, _ in batch]
+        else:
+            again = [(p, f, i == suspect) for i, (p, f, _) in enumerate(batch)]
+            again.sort(key=lambda w: not w[2])  # the suspect first, alone
+        self._waiting[:0] = [w for w in again if not w[1].done()]
+
+    def _blame(self, page: PageInput, *, timed_out: bool) -> StagePageError:
+        if timed_out:
+            return StageTimeout(
+                f"a stage worker spent over {self.timeout:g} s on {page.final_url} "
+                "(KC_STAGE_TIMEOUT_SECONDS) and was killed",
+                page.final_url,
+                f"over {self.timeout:g} s",
+            )
+        return WorkerCrashed(f"a worker process died on {page.final_url}", page.final_url)
+
     def _restart(self, error: BaseException) -> None:
-        """A worker died: a new pool (the old one's calls all fail). The forkserver is up,
-        so a new worker is a fork of it, started in milliseconds."""
-        assert self._executor is not None
+        """A worker died: a new pool (the old one's calls all fail), started on a thread
+        like the first. The forkserver is up, so a new worker is a fork of it, started in
+        milliseconds; the pages meanwhile wait."""
+        old = self._executor
+        assert old is not None
         self.restarts += 1
         logger.warning(
-            "a stage worker process died (%s); starting a new pool",
-            _how_workers_ended(self._executor, error),
+            "a stage worker process died (%s); starting a new pool", _how_workers_ended(old, error)
         )
-        self._executor.shutdown(wait=False, cancel_futures=True)
-        self._executor = self._start()
+        self._executor = self._board = None
+
+        def replace() -> tuple[ProcessPoolExecutor, _Board]:
+            old.shutdown(wait=False, cancel_futures=True)
+            return self._start()
+
+        self._starting = self._loop.run_in_executor(None, replace)
+        self._starting.add_done_callback(self._started)
 
     async def close(self) -> None:
         """Stop the workers (after the calls in flight); pages still waiting fail."""
         self._closed = True
+        if self._watch is not None:
+            self._watch.cancel()
+            self._watch = None
         for _, future, _ in self._waiting:
             if not future.done():
                 future.set_exception(RuntimeError("the stage pool was closed"))

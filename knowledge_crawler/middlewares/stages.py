@@ -13,6 +13,12 @@ response here, as the spider would; so they are while the workers are still star
 (a second or so, ``StagePool.ready``), and followed at once: the first pages of a crawl
 would otherwise wait for the workers before any of their links is requested.
 
+A page the workers could not do (its stages raised, it killed its worker, it ran past
+the time limit, the pool could not start) leaves with the reason
+(``PageItem.stage_failure``), which the extract stage records as a failure with retry
+state; its links are not read here (a page that breaks the stages is not parsed on the
+event loop) but when a later crawl fetches it again.
+
 It sits closest to the spider (order 950), so that the requests it yields pass
 through Scrapy's own spider middlewares (depth, URL length, referer, offsite) like the
 spider's. Stats: ``kc/stages/links`` (pages whose links a worker read).
@@ -25,7 +31,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Self
 
 from knowledge_crawler.crawl.runtime import Runtime, runtime_for
-from knowledge_crawler.crawl.stage_pool import WorkerCrashed
+from knowledge_crawler.crawl.stage_pool import StagePageError, StagePoolFailed, StagePoolStopped
 from knowledge_crawler.items import PageItem
 from knowledge_crawler.transform.stages import PageInput
 
@@ -69,7 +75,9 @@ class StageMiddleware:
                     yield request
             found = await self._prepare(out, links=out.follow and not here)
             # before the item leaves: its new links (``outlinks``) go to the store with it
-            later = self._requests(response, out, found) if out.follow and not here else []
+            later = []
+            if out.follow and not here and out.stage_failure is None:
+                later = self._requests(response, out, found)
             yield out
             for request in later:
                 yield request
@@ -97,8 +105,8 @@ class StageMiddleware:
         )
         try:
             item.prepared = await pool.prepare(page)
-        except WorkerCrashed:
-            # the extract stage sends it once more and drops it, counted and logged
+        except (StagePageError, StagePoolFailed, StagePoolStopped) as exc:
+            item.stage_failure = exc  # recorded by the extract stage, counted and logged
             return None
         if not links:
             return None

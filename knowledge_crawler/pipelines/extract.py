@@ -9,27 +9,52 @@ nothing, the page falls back to automatic extraction and is counted
 The spider's extra fields (``PageItem.extra``) are checked here: a JSON object of
 JSON values (no NaN or infinity). What is not is dropped, the page stored without
 extras and counted (``kc/extract/extra_invalid``, one WARNING per crawl, DEBUG after).
+
+A page the stage workers could not do is not stored: its stages raised
+(``kc/stages/failed``), it killed its worker alone (``kc/extract/worker_crashed``) or
+it ran past ``KC_STAGE_TIMEOUT_SECONDS`` (``kc/stages/timed_out``). It is recorded as
+a failed fetch with retry state (the retry policy's backoff, ``KC_RETRY_*``), so a
+later crawl fetches it again, and dead-lettered once it has failed
+``KC_RETRY_MAX_ATTEMPTS`` times (``kc/stages/dead_lettered``); a stored page keeps its
+record. All three count as the run's ``parse_failures``. A pool that cannot start (or
+start again) stops the crawl as failed (``kc/stages/pool_failed``, exit status 1); the
+pages it could not do are kept as retries due at once.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Mapping
+import random
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from scrapy.exceptions import DropItem
 
-from knowledge_crawler.crawl.stage_pool import StagePool, WorkerCrashed, worker_count
-from knowledge_crawler.items import PageItem, UrlOutcomeItem
-from knowledge_crawler.pipelines._base import KcPipeline
+from knowledge_crawler.crawl.runtime import STAGES_FAILED
+from knowledge_crawler.crawl.stage_pool import (
+    StagePageError,
+    StagePool,
+    StagePoolFailed,
+    StagePoolStopped,
+    StageTimeout,
+    WorkerCrashed,
+    worker_count,
+)
+from knowledge_crawler.items import FailureItem, PageItem, UrlOutcomeItem
+from knowledge_crawler.pipelines._base import KcPipeline, retry_later
+from knowledge_crawler.store import utc_now
+from knowledge_crawler.sync.retry import Action, Failure, RetryPolicy, next_attempt
 from knowledge_crawler.transform.stages import (
     SELECTED,
     SELECTOR_FAILED,
     SELECTOR_MISSED,
     Extracted,
     PageInput,
+    StageRules,
     extract_page,
 )
 
@@ -77,15 +102,47 @@ class ExtractPipeline(KcPipeline):
     _selector_warned = False
     _extra_warned = False
     pool: StagePool | None = None
+    _pool_failed = False
+    _close_task: asyncio.Task[None] | None = None
 
     def open_spider(self) -> None:
-        workers = worker_count(self.runtime.config.stage_workers)
+        config = self.runtime.config
+        workers = worker_count(config.stage_workers)
         if workers:
             rules = {sid: self.runtime.stage_rules(sid) for sid in self.runtime.sources}
             # a refresh mostly meets 304s: its workers start with the first changed page
-            self.pool = StagePool(workers, rules, eager=self.runtime.mode == "crawl")
+            self.pool = self.new_pool(
+                workers,
+                rules,
+                eager=self.runtime.mode == "crawl",
+                timeout=config.stage_timeout_seconds,
+                stopping=self._stopping,
+            )
             self.runtime.stage_pool = self.pool  # the stage middleware sends pages to it
             self.stats.set_value("kc/stages/workers", workers)
+        self._policy = RetryPolicy(
+            base=config.retry_base_seconds,
+            max_attempts=config.retry_max_attempts,
+            cap=config.retry_max_seconds,
+        )
+        self._random = random.Random()
+
+    def new_pool(
+        self,
+        workers: int,
+        rules: dict[str, StageRules],
+        *,
+        eager: bool,
+        timeout: float,
+        stopping: Callable[[], bool],
+    ) -> StagePool:
+        """The crawl's stage workers (a subclass may start them otherwise: tests)."""
+        return StagePool(workers, rules, eager=eager, timeout=timeout, stopping=stopping)
+
+    def _stopping(self) -> bool:
+        """Whether the crawl is being stopped (Ctrl-C, SIGTERM)."""
+        engine = self.crawler.engine
+        return engine is not None and not engine.running
 
     async def close_spider(self) -> None:
         if self.pool is not None:
@@ -97,6 +154,8 @@ class ExtractPipeline(KcPipeline):
             self.stats.set_value("kc/stages/pipes_widened", self.pool.pipes_widened)
 
     def process_page(self, item: PageItem) -> Any:
+        if item.stage_failure is not None:  # the stage middleware's worker could not do it
+            return self._not_done(item, item.stage_failure)
         if item.html is None:
             # not a page: recorded in the crawl state, not fetched again until it is due
             self.inc("extract/non_html")
@@ -107,17 +166,82 @@ class ExtractPipeline(KcPipeline):
             return self._in_worker(item, self.pool)  # a coroutine, awaited by Scrapy
         return self._applied(item, extract_page(item.html, item.final_url, item.content_selector))
 
-    async def _in_worker(self, item: PageItem, pool: StagePool) -> PageItem | UrlOutcomeItem:
+    async def _in_worker(
+        self, item: PageItem, pool: StagePool
+    ) -> PageItem | UrlOutcomeItem | FailureItem:
         assert item.html is not None
         page = PageInput(item.source_id, item.final_url, item.html, item.content_selector)
         try:
             prepared = await pool.prepare(page)
-        except WorkerCrashed as exc:
-            self.inc("extract/worker_crashed")
-            logger.error("%s; the page is not stored", exc)
-            raise DropItem(str(exc)) from exc
+        except (StagePageError, StagePoolFailed, StagePoolStopped) as exc:
+            return self._not_done(item, exc)
         item.prepared = prepared
         return self._applied(item, prepared.extracted)
+
+    def _not_done(self, item: PageItem, error: Exception) -> FailureItem:
+        """A page the stage workers could not do, as a failed fetch with retry state: not
+        stored (a stored page keeps its record), fetched again by a later crawl."""
+        if isinstance(error, StagePoolStopped):  # left as a page never fetched: due again
+            raise DropItem(f"{item.final_url}: not done, {error}", log_level="DEBUG")
+        if not isinstance(error, StagePageError):  # the pool is gone: the crawl stops
+            self._stop(error)
+            return retry_later(item, type(error).__name__)
+        if isinstance(error, WorkerCrashed):
+            self.inc("extract/worker_crashed")
+        elif isinstance(error, StageTimeout):
+            self.inc("stages/timed_out")
+        else:
+            self.inc("stages/failed")
+        key = (item.source_id, item.request_key or item.canonical_url)
+        decision = next_attempt(
+            self.runtime.attempts.get(key),
+            Failure(None, error.error),
+            datetime.now(UTC),
+            self._policy,
+            self._random.random,
+        )
+        assert decision.state is not None  # a failure always leaves a state
+        self.runtime.attempts[key] = decision.state
+        dead = decision.action is Action.DEAD_LETTER
+        if dead:
+            self.inc("stages/dead_lettered")
+        logger.error(
+            "%s; the page is not stored, %s",
+            error,
+            f"dead-lettered after {decision.state.attempts} failures"
+            if dead
+            else f"retried from {decision.retry_at} (failure {decision.state.attempts})",
+        )
+        return FailureItem(
+            source_id=item.source_id,
+            canonical_url=key[1],
+            url=item.url,
+            depth=item.depth,
+            failed_at=utc_now(),
+            status=None,
+            error=error.kind,
+            action=decision.action.value,
+            state=decision.state,
+        )
+
+    def _stop(self, error: Exception) -> None:
+        """The stage workers cannot start: say so once and stop the crawl as failed."""
+        if self._pool_failed:
+            return
+        self._pool_failed = True
+        self.stats.set_value("kc/stages/pool_failed", 1)
+        self.stats.set_value("kc/stages/error", str(error))
+        logger.error(
+            "%s; stopping the crawl (the pages not done are kept as retries due at once; "
+            "KC_STAGE_WORKERS=0 runs the stages in the crawl process)",
+            error,
+        )
+        engine = self.crawler.engine
+        if engine is not None and engine.spider is not None:
+            # Not awaited: closing waits for the items in flight, this one included.
+            self._close_task = asyncio.get_running_loop().create_task(
+                engine.close_spider_async(reason=STAGES_FAILED)
+            )
 
     def _applied(self, item: PageItem, extracted: Extracted) -> PageItem | UrlOutcomeItem:
         """Stage 1's result on the item, counted; a failed extraction stores no page (the

@@ -14,6 +14,7 @@ values, off the crawl's event loop.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -42,6 +43,7 @@ __all__ = [
     "Fingerprint",
     "PageInput",
     "Prepared",
+    "StageError",
     "StageRules",
     "canonical_page",
     "clean_page",
@@ -231,6 +233,39 @@ def _links(page: PageInput, tree: Any, rules: StageRules) -> tuple[str, ...]:
         return ()
 
 
-def prepare_batch(pages: list[PageInput], rules: dict[str, StageRules]) -> list[Prepared]:
-    """:func:`prepare` of each page with its source's rules, in order."""
-    return [prepare(page, rules[page.source_id]) for page in pages]
+@dataclass(frozen=True, slots=True)
+class StageError:
+    """A page whose stages raised: what :func:`prepare_batch` gives in place of its result,
+    so that the other pages of its batch are not failed with it."""
+
+    final_url: str
+    #: the exception's class name
+    kind: str
+    #: the exception's message
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.message}" if self.message else self.kind
+
+
+def prepare_batch(
+    pages: list[PageInput],
+    rules: dict[str, StageRules],
+    *,
+    stages: Callable[[PageInput, StageRules], Prepared] = prepare,
+    started: Callable[[int], None] | None = None,
+) -> list[Prepared | StageError]:
+    """``stages`` (:func:`prepare`) of each page with its source's rules, in order; a page
+    whose stages raise gives a :class:`StageError`, and the pages after it go on.
+
+    ``started(i)`` is called as page ``i`` starts (the stage pool's watch on its workers).
+    """
+    results: list[Prepared | StageError] = []
+    for i, page in enumerate(pages):
+        if started is not None:
+            started(i)
+        try:
+            results.append(stages(page, rules[page.source_id]))
+        except Exception as exc:  # this page's failure, not its batch's
+            results.append(StageError(page.final_url, type(exc).__name__, str(exc)[:500]))
+    return results

@@ -10,7 +10,13 @@ import pytest
 from knowledge_crawler.items import PageItem
 from knowledge_crawler.testsite import TestSite
 from knowledge_crawler.transform.fingerprint import content_hash
-from tests.helpers import coroutine_test, last_run, query, run_crawl
+from tests.helpers import coroutine_test, last_run, query, run_crawl, site_key
+from tests.stage_fault_pipelines import (
+    CrashingExtract,
+    RaisingExtract,
+    SpinningExtract,
+    pipelines,
+)
 
 pytestmark = pytest.mark.crawl
 
@@ -77,3 +83,81 @@ async def test_a_stage_of_its_own_between_the_stages_is_not_overtaken(
         # fingerprinted after the note, not taken from the worker's stages of before
         assert row["content_hash"] == content_hash(row["content"])
         assert "from its own stage." in row["passages"]
+
+
+def stored(db_url: str) -> set[str]:
+    return {r["canonical_url"] for r in query(db_url, "SELECT canonical_url FROM pages")}
+
+
+def attempts(db_url: str) -> list[dict[str, Any]]:
+    return query(db_url, "SELECT * FROM fetch_attempts ORDER BY canonical_url")
+
+
+@coroutine_test
+async def test_a_page_whose_stages_raise_fails_alone_with_retry_state(
+    site: TestSite, tmp_path: Any
+) -> None:
+    urls = {name: f"sqlite:///{tmp_path}/{name}.db" for name in ("sound", "faulty")}
+    await run_crawl(urls["sound"], {"KC_STAGE_WORKERS": 1}, seeds=site.url)
+    faulty = {"KC_STAGE_WORKERS": 1, "ITEM_PIPELINES": pipelines(RaisingExtract)}
+    await run_crawl(urls["faulty"], faulty, seeds=site.url)
+    about = site_key(site, "/about")
+    # every other page stored, the pages found through their links included
+    assert about in stored(urls["sound"]) and len(stored(urls["sound"])) > 40
+    assert stored(urls["faulty"]) == stored(urls["sound"]) - {about}
+    [failure] = attempts(urls["faulty"])
+    assert failure["canonical_url"] == about and failure["attempts"] == 1
+    assert failure["last_error"] == "StageFailed: ValueError: a stage fault made on purpose"
+    assert failure["next_retry_at"] and failure["dead_lettered_at"] is None
+    run = last_run(urls["faulty"])
+    assert (run["outcome"], run["parse_failures"]) == ("finished", 1)
+    assert json.loads(run["counters"])["kc/stages/failed"] == 1
+
+
+@coroutine_test
+async def test_a_page_that_kills_its_worker_is_retried_then_dead_lettered(
+    site: TestSite, db_url: str
+) -> None:
+    settings = {
+        "KC_STAGE_WORKERS": 1,
+        "ITEM_PIPELINES": pipelines(CrashingExtract),
+        "KC_RETRY_MAX_ATTEMPTS": 2,
+        "KC_RETRY_BASE_SECONDS": 0.01,  # the retry is due by the next crawl
+        "KC_RETRY_MAX_SECONDS": 0.01,
+    }
+    about = site_key(site, "/about")
+    await run_crawl(db_url, settings, seeds=site.url)
+    assert len(stored(db_url)) > 40 and about not in stored(db_url)
+    [failure] = attempts(db_url)
+    assert (failure["canonical_url"], failure["attempts"]) == (about, 1)
+    assert failure["last_error"] == "WorkerCrashed" and failure["dead_lettered_at"] is None
+    run = last_run(db_url)
+    assert (run["outcome"], run["parse_failures"]) == ("finished", 1)
+    assert json.loads(run["counters"])["kc/stages/restarts"] <= 2
+
+    await run_crawl(db_url, settings, seeds=site.url)  # it kills its worker again: given up
+    [failure] = attempts(db_url)
+    assert (failure["canonical_url"], failure["attempts"]) == (about, 2)
+    assert failure["dead_lettered_at"] is not None
+    assert last_run(db_url)["parse_failures"] == 1
+
+
+@coroutine_test
+async def test_a_page_past_the_time_limit_fails_and_the_crawl_ends(
+    site: TestSite, db_url: str
+) -> None:
+    settings = {
+        "KC_STAGE_WORKERS": 1,
+        "ITEM_PIPELINES": pipelines(SpinningExtract),
+        "KC_STAGE_TIMEOUT_SECONDS": 5,
+    }
+    crawler = await run_crawl(db_url, settings, seeds=site.url)
+    assert crawler.stats.get_value("finish_reason") == "finished"  # not CLOSESPIDER_TIMEOUT
+    about = site_key(site, "/about")
+    assert len(stored(db_url)) > 40 and about not in stored(db_url)
+    [failure] = attempts(db_url)
+    assert (failure["canonical_url"], failure["attempts"]) == (about, 1)
+    assert failure["last_error"] == "StageTimeout: over 5 s"
+    run = last_run(db_url)
+    assert (run["outcome"], run["parse_failures"]) == ("finished", 1)
+    assert json.loads(run["counters"])["kc/stages/timed_out"] == 1

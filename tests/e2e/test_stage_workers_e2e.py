@@ -1,7 +1,9 @@
-"""The stage workers of a crawl process end with it, however it ends."""
+"""The stage workers of a crawl process end with it, however it ends; a crawl whose
+workers cannot start ends failed."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -12,8 +14,11 @@ from pathlib import Path
 import pytest
 
 from knowledge_crawler.testsite import TestSite
+from tests import stage_fault_pipelines
+from tests.e2e.crawl_process import command, count, env
 from tests.e2e.test_render_e2e import alive, descendants
 from tests.helpers import query
+from tests.stage_fault_pipelines import UnstartableExtract
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -74,3 +79,54 @@ def test_an_interrupted_crawl_stops_its_stage_workers(site: TestSite, tmp_path: 
     assert [pid for pid in below if alive(pid)] == []
     [run] = query(f"sqlite:///{tmp_path / 'k.db'}", "SELECT outcome FROM crawl_runs")
     assert run["outcome"] == "interrupted"
+
+
+def test_a_crawl_whose_stage_workers_cannot_start_fails_with_one_line(
+    site: TestSite, tmp_path: Path
+) -> None:
+    db = tmp_path / "k.db"
+    pipelines = json.dumps(stage_fault_pipelines.pipelines(UnstartableExtract))
+    done = subprocess.run(
+        command(site.url, "KC_STAGE_WORKERS=1", f"ITEM_PIPELINES={pipelines}"),
+        cwd=REPO,
+        env=env(db),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 1, done.stderr[-3000:]
+    why = "the stage worker pool could not start: OSError: [Errno 38] Function not implemented"
+    assert done.stderr.strip().splitlines()[-1].startswith(f"scrapy crawl knowledge: error: {why}")
+    [run] = query(f"sqlite:///{db}", "SELECT outcome, finish_reason FROM crawl_runs")
+    assert run == {"outcome": "failed", "finish_reason": "stage_pool_failed"}
+    # the pages it could not do are retries due at once, for the next crawl
+    assert query(f"sqlite:///{db}", "SELECT COUNT(*) AS n FROM fetch_attempts")[0]["n"] >= 1
+
+
+def test_ctrl_c_in_a_terminal_stops_the_crawl_not_its_workers_first(
+    site: TestSite, tmp_path: Path
+) -> None:
+    # A terminal's Ctrl-C signals the whole foreground process group: crawl and workers.
+    site.slow("/articles/", 0.3)
+    db = tmp_path / "k.db"
+    process = subprocess.Popen(
+        command(site.url, "KC_STAGE_WORKERS=1"),
+        cwd=REPO,
+        env=env(db),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # a process group of its own, as a terminal's job
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and count(db, "SELECT COUNT(*) FROM page_meta") < 3:
+            time.sleep(0.2)
+        os.killpg(process.pid, signal.SIGINT)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 130, stderr[-3000:]
+    assert "KeyboardInterrupt" not in stderr, stderr[-3000:]
+    assert "worker process died" not in stderr, stderr[-3000:]

@@ -28,6 +28,9 @@ from knowledge_crawler.crawl.runtime import child_processes, pid_alive, run_outc
         ("closespider_pagecount", {}, "finished"),
         ("closespider_timeout", {"kc/start/requested": 1, "kc/start/fetched": 0}, "finished"),
         ("closespider_itemcount", {"kc/store/failed": 1}, "failed"),
+        # the stage workers could not start, even when Ctrl-C came while it stopped
+        ("stage_pool_failed", {"kc/stages/pool_failed": 1}, "failed"),
+        ("shutdown", {"kc/stages/pool_failed": 1}, "failed"),
     ],
 )
 def test_run_outcome(reason: str, stats: dict[str, int], outcome: str) -> None:

@@ -8,13 +8,19 @@ import os
 import re
 import signal
 import sys
+import threading
+from typing import Any
 
 import pytest
 
 from knowledge_crawler.crawl.stage_pool import (
     MAX_BATCH_BYTES,
     PIPE_BYTES,
+    StageFailed,
     StagePool,
+    StagePoolFailed,
+    StagePoolStopped,
+    StageTimeout,
     WorkerCrashed,
     run_batch,
     worker_count,
@@ -27,6 +33,13 @@ from knowledge_crawler.transform.stages import (
     prepare,
 )
 from tests.helpers import coroutine_test
+from tests.stage_faults import (
+    MARK,
+    UnstartablePool,
+    crash_in_stage,
+    raise_in_stage,
+    spin_in_stage,
+)
 
 RULES = {"s": StageRules(boilerplate=())}
 
@@ -165,3 +178,137 @@ async def test_a_pool_is_ready_once_its_workers_are_up_and_warm() -> None:
         assert pool.ready
     finally:
         await pool.close()
+
+
+def marked(n: int, fault_at: int) -> list[PageInput]:
+    return [page(i, MARK if i == fault_at else "") for i in range(n)]
+
+
+def done_here(pages: list[PageInput], skip: int) -> list[Prepared]:
+    return [prepare(p, RULES["s"]) for i, p in enumerate(pages) if i != skip]
+
+
+@coroutine_test
+async def test_a_page_whose_stages_raise_fails_alone_and_its_batch_is_done() -> None:
+    pool = StagePool(1, RULES, work=raise_in_stage)
+    try:
+        pages = marked(20, 7)
+        got = await asyncio.gather(*(pool.prepare(p) for p in pages), return_exceptions=True)
+    finally:
+        await pool.close()
+    failed = got[7]
+    assert isinstance(failed, StageFailed), failed
+    assert failed.url == "https://example.com/p/7" and failed.kind == "StageFailed"
+    assert failed.error == "StageFailed: ValueError: a stage fault made on purpose"
+    assert [g for i, g in enumerate(got) if i != 7] == done_here(pages, 7)
+    assert pool.restarts == 0
+
+
+@coroutine_test
+async def test_a_page_that_kills_its_worker_is_found_without_sending_its_batch_page_by_page(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    pool = StagePool(1, RULES, work=crash_in_stage)
+    try:
+        pages = marked(40, 7)
+        got = await asyncio.gather(*(pool.prepare(p) for p in pages), return_exceptions=True)
+    finally:
+        await pool.close()
+    assert isinstance(got[7], WorkerCrashed) and got[7].url == "https://example.com/p/7"
+    assert [g for i, g in enumerate(got) if i != 7] == done_here(pages, 7)
+    # once in its batch, once alone; the pages beside it go on in batches, not one by one
+    assert pool.restarts == 2
+    assert pool.batches <= 10, pool.batches
+
+
+@coroutine_test
+async def test_a_page_past_the_time_limit_has_its_worker_killed_and_fails_alone() -> None:
+    pool = StagePool(1, RULES, work=spin_in_stage, timeout=5)
+    try:
+        pages = marked(20, 5)
+        got = await asyncio.wait_for(
+            asyncio.gather(*(pool.prepare(p) for p in pages), return_exceptions=True), 180
+        )
+    finally:
+        await pool.close()
+    assert isinstance(got[5], StageTimeout), got[5]
+    assert got[5].error == "StageTimeout: over 5 s"
+    assert [g for i, g in enumerate(got) if i != 5] == done_here(pages, 5)
+    assert pool.restarts == 1  # killed once: the page it was on is known
+
+
+@coroutine_test
+async def test_a_pool_that_cannot_start_fails_each_page_at_once_with_why() -> None:
+    pool = UnstartablePool(1, RULES)
+    try:
+        for _ in range(2):  # the first waits for the start, the next one is told at once
+            with pytest.raises(StagePoolFailed, match=r"could not start: OSError: .*semaphores"):
+                await asyncio.wait_for(pool.prepare(page(1)), 60)
+    finally:
+        await pool.close()
+
+
+class ThreadNoted(StagePool):
+    """A pool that notes the thread each of its executors is started on."""
+
+    threads: list[int]
+
+    def _start(self) -> Any:
+        self.threads = [*getattr(self, "threads", []), threading.get_ident()]
+        return super()._start()
+
+
+@coroutine_test
+async def test_a_new_pool_after_a_crash_is_started_off_the_event_loop() -> None:
+    pool = ThreadNoted(1, RULES, work=crash_in_stage)
+    try:
+        pages = marked(30, 3)
+        got = await asyncio.gather(*(pool.prepare(p) for p in pages), return_exceptions=True)
+    finally:
+        await pool.close()
+    assert isinstance(got[3], WorkerCrashed)
+    assert [g for i, g in enumerate(got) if i != 3] == done_here(pages, 3)
+    assert pool.restarts == 2 and len(pool.threads) == 3
+    assert threading.get_ident() not in pool.threads
+
+
+@coroutine_test
+async def test_workers_ignore_ctrl_c_the_crawl_decides(caplog: pytest.LogCaptureFixture) -> None:
+    # Ctrl-C in a terminal signals the whole process group, workers included.
+    pool = StagePool(1, RULES)
+    try:
+        await pool.prepare(page(0))
+        workers = list(pool._executor._processes)  # type: ignore[union-attr]
+        for pid in workers:
+            os.kill(pid, signal.SIGINT)
+        await asyncio.sleep(1.0)  # what a worker taking it would need to die
+        got = await asyncio.gather(*(pool.prepare(page(n)) for n in range(1, 30)))
+        alive = list(pool._executor._processes)  # type: ignore[union-attr]
+    finally:
+        await pool.close()
+    assert got == [prepare(page(n), RULES["s"]) for n in range(1, 30)]
+    assert pool.restarts == 0 and alive == workers
+    assert not [r for r in caplog.records if "died" in r.getMessage()]
+
+
+@coroutine_test
+async def test_a_pool_that_breaks_while_the_crawl_stops_is_not_started_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    stopping = False
+    pool = StagePool(1, RULES, work=spin_in_stage, stopping=lambda: stopping)
+    try:
+        tasks = [asyncio.ensure_future(pool.prepare(p)) for p in marked(5, 0)]
+        for _ in range(1200):  # until the worker is on the first page (it spins there)
+            if pool._board is not None and pool._board.page_of(1) == 0:
+                break
+            await asyncio.sleep(0.05)
+        stopping = True  # Ctrl-C or SIGTERM for the crawl, and a signal that ends its worker
+        for pid in list(pool._executor._processes):  # type: ignore[union-attr]
+            os.kill(pid, signal.SIGTERM)
+        got = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 120)
+    finally:
+        await pool.close()
+    assert [type(g) for g in got] == [StagePoolStopped] * 5
+    assert pool.restarts == 0
+    assert not [r for r in caplog.records if "died" in r.getMessage()]
