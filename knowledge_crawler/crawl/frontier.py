@@ -45,6 +45,7 @@ import hashlib
 import logging
 import os
 import socket
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -52,11 +53,13 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.exceptions import DontCloseSpider
 from scrapy_redis.dupefilter import RFPDupeFilter
+from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler
 from twisted.internet import task
 
 from knowledge_crawler import meta
 from knowledge_crawler.config import KcConfig, display_url
+from knowledge_crawler.crawl import request_json
 from knowledge_crawler.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -68,10 +71,12 @@ __all__ = [
     "DUPEFILTER",
     "HEARTBEAT_SECONDS",
     "POLL_SECONDS",
+    "QUEUE",
     "SCHEDULER",
     "STALE_SECONDS",
     "CrawlKeys",
     "PageDupeFilter",
+    "SharedQueue",
     "SharedScheduler",
     "check_redis",
     "install_frontier",
@@ -82,6 +87,7 @@ logger = logging.getLogger(__name__)
 
 SCHEDULER = "knowledge_crawler.crawl.frontier.SharedScheduler"
 DUPEFILTER = "knowledge_crawler.crawl.frontier.PageDupeFilter"
+QUEUE = "knowledge_crawler.crawl.frontier.SharedQueue"
 #: how often a process tells the crawl it is alive (s)
 HEARTBEAT_SECONDS = 10.0
 #: how often a process waiting for its peers looks at the shared queue (s)
@@ -171,7 +177,10 @@ def install_frontier(crawler: Crawler) -> bool:
         "REDIS_URL": config.redis_url,
         "SCHEDULER_QUEUE_KEY": keys.requests,
         "SCHEDULER_DUPEFILTER_KEY": keys.dupefilter,
-        "SCHEDULER_QUEUE_CLASS": "scrapy_redis.queue.PriorityQueue",
+        # JSON entries, never pickle (request_json): anyone who can write to the Redis
+        # can add to the queue. The serializer too, should another queue class be set.
+        "SCHEDULER_QUEUE_CLASS": QUEUE,
+        "SCHEDULER_SERIALIZER": "knowledge_crawler.crawl.request_json",
         # A process that finishes must not clear what the others still crawl with: the
         # crawl's keys are cleared by the last process to leave (SharedScheduler.close).
         "SCHEDULER_PERSIST": True,
@@ -226,6 +235,39 @@ return 0
 """
 
 
+class SharedQueue(PriorityQueue):  # type: ignore[misc]  # scrapy-redis has no type information
+    """scrapy-redis's priority queue (a sorted set by priority), its entries JSON.
+
+    An entry that is not a request this crawl wrote (:class:`request_json.BadEntry`) is
+    dropped and counted (``kc/frontier/bad_entries``), with a warning; the next is taken.
+    """
+
+    spider: Spider
+
+    def _encode_request(self, request: Request) -> bytes:
+        return request_json.encode(request, self.spider)
+
+    def _decode_request(self, encoded_request: bytes) -> Request:
+        return request_json.decode(encoded_request, self.spider)
+
+    def pop(self, timeout: int = 0) -> Request | None:
+        while True:
+            pipe = self.server.pipeline()
+            pipe.multi()
+            pipe.zrange(self.key, 0, 0).zremrangebyrank(self.key, 0, 0)
+            entries, _ = pipe.execute()
+            if not entries:
+                return None
+            try:
+                return self._decode_request(entries[0])
+            except request_json.BadEntry as exc:
+                self.bad_entry(exc)
+
+    def bad_entry(self, exc: Exception) -> None:
+        self.spider.crawler.stats.inc_value("kc/frontier/bad_entries")
+        logger.warning("shared frontier: dropped an entry of %s: %s", self.key, exc)
+
+
 class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no type information
     """scrapy-redis's scheduler, with the crawl's membership: who is crawling, who clears.
 
@@ -238,11 +280,14 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
     server: Any
     crawler: Crawler
     _busy = False
+    #: requests JSON cannot hold (request_json.UnserializableRequest): this process's own
+    _local: deque[Request]
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SharedScheduler:
         scheduler: SharedScheduler = super().from_crawler(crawler)
         scheduler.crawler = crawler
+        scheduler._local = deque()
         crawler.signals.connect(scheduler._spider_idle, signal=signals.spider_idle)
         return scheduler
 
@@ -281,11 +326,22 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
                 # In the shared queue a start URL is the crawl's: it counts for the process
                 # that takes it (next_request), which may be another one.
                 self.stats.inc_value("kc/start/requested", -1)
-        self.queue.push(request)
+        try:
+            self.queue.push(request)
+        except request_json.UnserializableRequest as exc:
+            logger.debug("shared frontier: kept in this process: %s", exc)
+            if self.stats is not None:
+                self.stats.inc_value("kc/frontier/kept_local")
+            self._local.append(request)
         return True
 
+    def has_pending_requests(self) -> bool:
+        return bool(self._local) or len(self) > 0
+
     def next_request(self) -> Request | None:
-        request: Request | None = self.queue.pop(self.idle_before_close)
+        request: Request | None = (
+            self._local.popleft() if self._local else self.queue.pop(self.idle_before_close)
+        )
         if request is not None and self.stats is not None:
             self.stats.inc_value("scheduler/dequeued/redis")
             if request.meta.get(meta.START):
