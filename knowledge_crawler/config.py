@@ -103,6 +103,9 @@ class KcConfig:
     #: first part of the Redis keys of a shared crawl (``PREFIX:SPIDER:requests``, ...), so that
     #: crawls that share a Redis keep apart
     redis_key_prefix: str = "kc"
+    #: how long a shared crawl waits for its Redis to answer again once it stopped answering,
+    #: before it stops as ``failed`` (the crawl state keeps what it had queued) (s)
+    redis_grace_seconds: float = 10.0
     #: the Chromium that renders ``render = "playwright"``/``"auto"`` pages; empty: the first
     #: of ``chromium``, ``chromium-browser``, ``google-chrome`` on PATH, else /usr/bin/chromium
     chromium_path: str = ""
@@ -180,6 +183,7 @@ class KcConfig:
             "store_retry_seconds",
             "lease_wait_seconds",
             "progress_seconds",
+            "redis_grace_seconds",
             "malloc_trim_seconds",
         ):
             if getattr(self, name) < 0:

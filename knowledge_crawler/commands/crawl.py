@@ -14,7 +14,8 @@ For the ``knowledge`` spider and every per-site spider derived from it:
   KC_LEASE_WAIT_SECONDS=N`` the crawl waits up to N seconds for the lease first;
 * the exit status follows the run's recorded outcome (``kc/outcome``):
   0 ``finished``; 1 ``failed`` (none of the start URLs could be fetched, the
-  database could not be written, the crawl lost its writer lease, or the dedupe
+  database could not be written, the crawl lost its writer lease or its shared crawl's
+  Redis (``KC_REDIS_GRACE_SECONDS``), or the dedupe
   state's temporary file failed), with one line saying why; 130 ``interrupted``
   (Ctrl-C or SIGTERM); 2 ``refused`` (the lease was taken by another writer first).
 
@@ -49,6 +50,8 @@ def failure_reason(stats: Mapping[str, Any]) -> str:
         return str(stats.get("kc/dedupe/error") or "the dedupe state file failed")
     if stats.get("kc/lease/lost"):
         return str(stats["kc/lease/lost"])
+    if stats.get("kc/frontier/redis_lost"):
+        return str(stats["kc/frontier/redis_lost"])
     requested = int(stats.get("kc/start/requested", 0))
     errors = {
         key.removeprefix("kc/fetch/error/"): int(value)

@@ -41,15 +41,18 @@ A process that dies without leaving stops counting as live once its heartbeat is
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import os
 import socket
+import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import redis
 from scrapy import signals
 from scrapy.exceptions import DontCloseSpider
 from scrapy_redis.dupefilter import RFPDupeFilter
@@ -71,7 +74,9 @@ __all__ = [
     "DUPEFILTER",
     "HEARTBEAT_SECONDS",
     "POLL_SECONDS",
+    "PROBE_SECONDS",
     "QUEUE",
+    "REDIS_LOST",
     "SCHEDULER",
     "STALE_SECONDS",
     "CrawlKeys",
@@ -85,6 +90,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+#: what a Redis that is gone (stopped, unreachable, restarting) raises
+_REDIS_DOWN = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
+
 SCHEDULER = "knowledge_crawler.crawl.frontier.SharedScheduler"
 DUPEFILTER = "knowledge_crawler.crawl.frontier.PageDupeFilter"
 QUEUE = "knowledge_crawler.crawl.frontier.SharedQueue"
@@ -94,6 +102,12 @@ HEARTBEAT_SECONDS = 10.0
 POLL_SECONDS = 0.5
 #: a process whose heartbeat is older than this (s) is gone (killed, its machine lost)
 STALE_SECONDS = 60
+#: how often a process whose Redis does not answer asks it again (s)
+PROBE_SECONDS = 1.0
+#: Scrapy close reason of a crawl that lost its Redis (KC_REDIS_GRACE_SECONDS)
+REDIS_LOST = "redis_lost"
+#: a Redis client's timeouts (s): a call to a Redis that does not answer fails, never hangs
+REDIS_PARAMS = {"socket_timeout": 10, "socket_connect_timeout": 5, "retry_on_timeout": False}
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +189,7 @@ def install_frontier(crawler: Crawler) -> bool:
         "SCHEDULER": SCHEDULER,
         "DUPEFILTER_CLASS": DUPEFILTER,
         "REDIS_URL": config.redis_url,
+        "REDIS_PARAMS": REDIS_PARAMS,
         "SCHEDULER_QUEUE_KEY": keys.requests,
         "SCHEDULER_DUPEFILTER_KEY": keys.dupefilter,
         # JSON entries, never pickle (request_json): anyone who can write to the Redis
@@ -269,12 +284,20 @@ class SharedQueue(PriorityQueue):  # type: ignore[misc]  # scrapy-redis has no t
 
 
 class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no type information
-    """scrapy-redis's scheduler, with the crawl's membership: who is crawling, who clears.
+    """scrapy-redis's scheduler, with the crawl's membership (who is crawling, who clears)
+    and a Redis that may stop answering.
 
     scrapy-redis 0.9.1 works with Scrapy 2.19 as it is (the engine builds the scheduler
     with ``from_crawler`` and calls ``open(spider)``, ``close(reason)``,
     ``enqueue_request``, ``next_request``, ``has_pending_requests``); only its stats
     calls are redone here, without the deprecated ``spider`` argument.
+
+    Redis lost (a connection refused or timed out): requests to schedule wait in this
+    process, none is handed out, and Redis is asked again every :data:`PROBE_SECONDS`.
+    Back within ``KC_REDIS_GRACE_SECONDS`` with the crawl's keys, the waiting requests go
+    to it and the crawl goes on (``kc/frontier/redis_outages``); else the crawl stops
+    (close reason ``redis_lost``, stat ``kc/frontier/redis_lost``, outcome ``failed``).
+    What it had queued is in the crawl state: the next run takes it from there.
     """
 
     server: Any
@@ -282,12 +305,26 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
     _busy = False
     #: requests JSON cannot hold (request_json.UnserializableRequest): this process's own
     _local: deque[Request]
+    #: requests to schedule while Redis does not answer
+    _waiting: deque[Request]
+    #: since when Redis does not answer (time.monotonic()), and why; None while it does
+    _down_since: float | None = None
+    _down_error = ""
+    _next_probe = 0.0
+    _gave_up = False
+    #: KC_REDIS_GRACE_SECONDS, and the Redis as messages name it (no password)
+    grace: float
+    redis_url: str
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SharedScheduler:
         scheduler: SharedScheduler = super().from_crawler(crawler)
         scheduler.crawler = crawler
         scheduler._local = deque()
+        scheduler._waiting = deque()
+        config = KcConfig.from_settings(crawler.settings)
+        scheduler.grace = config.redis_grace_seconds
+        scheduler.redis_url = display_url(config.redis_url)
         crawler.signals.connect(scheduler._spider_idle, signal=signals.spider_idle)
         return scheduler
 
@@ -312,55 +349,218 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
         super().open(spider)
         self._beat = task.LoopingCall(self._beat_once)
         self._beat.start(HEARTBEAT_SECONDS, now=False)
+        self._watch = task.LoopingCall(self._watch_once)
+
+    # -- Redis that may not answer ---------------------------------------------------
+
+    def _up(self) -> bool:
+        """Whether Redis is to be asked now: it answers, or it is time to ask it again."""
+        if self._gave_up:
+            return False
+        if self._down_since is None:
+            return True
+        if time.monotonic() < self._next_probe:
+            return False
+        self._next_probe = time.monotonic() + PROBE_SECONDS
+        try:
+            self.server.ping()
+        except _REDIS_DOWN as exc:
+            self._down_error = str(exc)
+            self._check_grace()
+            return False
+        return self._back()
+
+    def _lost(self, exc: Exception) -> None:
+        """A Redis call failed: from now on wait for Redis, up to the grace."""
+        self._down_error = str(exc)
+        if self._down_since is None:
+            self._down_since = time.monotonic()
+            self._next_probe = self._down_since + PROBE_SECONDS
+            if self.stats is not None:
+                self.stats.inc_value("kc/frontier/redis_outages")
+            logger.error(
+                "shared frontier: Redis %s does not answer (%s); waiting up to %g s "
+                "(KC_REDIS_GRACE_SECONDS) for it",
+                self.redis_url,
+                exc,
+                self.grace,
+            )
+            if not self._watch.running:
+                self._watch.start(PROBE_SECONDS, now=False)
+        self._check_grace()
+
+    def _watch_once(self) -> None:
+        """While Redis does not answer: ask it again, give up after the grace."""
+        if self._down_since is None or self._gave_up:
+            if self._watch.running:
+                self._watch.stop()
+            return
+        self._up()
+
+    def _check_grace(self) -> None:
+        if self._down_since is None or self._gave_up:
+            return
+        waited = time.monotonic() - self._down_since
+        if waited >= self.grace:
+            self._give_up(
+                f"the shared crawl's Redis {self.redis_url} did not answer for {waited:.0f} s "
+                f"(KC_REDIS_GRACE_SECONDS={self.grace:g}): {self._down_error}"
+            )
+
+    def _back(self) -> bool:
+        """Redis answers again: carry on if it kept the crawl's keys, else give up."""
+        waited = time.monotonic() - (self._down_since or time.monotonic())
+        try:
+            kept = self.server.hexists(self.keys.workers, self.member)
+            if kept:
+                self._heartbeat(keys=[self.keys.workers], args=[self.member])
+        except _REDIS_DOWN as exc:
+            self._down_error = str(exc)
+            self._check_grace()
+            return False
+        if not kept:
+            # restarted empty (or this process was taken for dead): the queue and the
+            # dupefilter of the crawl are gone, and with them what the other processes knew
+            self._give_up(
+                f"the shared crawl's Redis {self.redis_url} came back after {waited:.0f} s "
+                "without the crawl's keys (restarted empty?)"
+            )
+            return False
+        logger.warning(
+            "shared frontier: Redis %s answers again after %.1f s", self.redis_url, waited
+        )
+        self._down_since = None
+        if self._watch.running:
+            self._watch.stop()
+        while self._waiting and self._down_since is None:
+            self._enqueue(self._waiting.popleft())  # back to _waiting if Redis fails again
+        return self._down_since is None
+
+    def _give_up(self, message: str) -> None:
+        """Stop the crawl as failed: its Redis is lost."""
+        if self._gave_up:
+            return
+        self._gave_up = True
+        if self._watch.running:
+            self._watch.stop()
+        self._waiting.clear()  # in the crawl state: the next run requests them
+        logger.error("shared frontier: %s; stopping the crawl (the next run resumes it)", message)
+        stats = self.crawler.stats
+        if stats is not None:
+            stats.set_value("kc/frontier/redis_lost", message)
+        engine = self.crawler.engine
+        if engine is not None and engine.spider is not None:
+            asyncio.get_running_loop().create_task(engine.close_spider_async(reason=REDIS_LOST))
 
     # enqueue_request and next_request are scrapy-redis 0.9's, without the ``spider``
     # argument to the stats calls that Scrapy 2.19 deprecates (a warning per call site).
 
     def enqueue_request(self, request: Request) -> bool:
-        if not request.dont_filter and self.df.request_seen(request):
-            self.df.log(request, self.spider)
-            return False
-        if self.stats is not None:
-            self.stats.inc_value("scheduler/enqueued/redis")
-            if request.meta.get(meta.START):
+        if self._gave_up:
+            return False  # in the crawl state: the next run requests it
+        if not self._up():
+            self._waiting.append(request)
+            return True
+        return self._enqueue(request)
+
+    def _enqueue(self, request: Request) -> bool:
+        try:
+            if not request.dont_filter and self.df.request_seen(request):
+                self.df.log(request, self.spider)
+                return False
+            if request.meta.get(meta.START) and self.stats is not None:
                 # In the shared queue a start URL is the crawl's: it counts for the process
                 # that takes it (next_request), which may be another one.
                 self.stats.inc_value("kc/start/requested", -1)
-        try:
-            self.queue.push(request)
-        except request_json.UnserializableRequest as exc:
-            logger.debug("shared frontier: kept in this process: %s", exc)
-            if self.stats is not None:
-                self.stats.inc_value("kc/frontier/kept_local")
-            self._local.append(request)
+            try:
+                self.queue.push(request)
+            except request_json.UnserializableRequest as exc:
+                logger.debug("shared frontier: kept in this process: %s", exc)
+                if self.stats is not None:
+                    self.stats.inc_value("kc/frontier/kept_local")
+                self._local.append(request)
+        except _REDIS_DOWN as exc:
+            self._lost(exc)
+            if not self._gave_up:
+                self._waiting.append(request)
+            return not self._gave_up
+        if self.stats is not None:
+            self.stats.inc_value("scheduler/enqueued/redis")
         return True
 
+    def __len__(self) -> int:
+        """Requests queued: the crawl's in Redis (none while it does not answer) and this
+        process's own."""
+        here = len(self._local) + len(self._waiting)
+        if not self._up():
+            return here
+        try:
+            return here + len(self.queue)
+        except _REDIS_DOWN as exc:
+            self._lost(exc)
+            return here
+
     def has_pending_requests(self) -> bool:
-        return bool(self._local) or len(self) > 0
+        if self._local:
+            return True
+        if self._gave_up:
+            return False
+        if self._waiting or not self._up():
+            return True  # it waits for Redis
+        try:
+            return len(self) > 0
+        except _REDIS_DOWN as exc:
+            self._lost(exc)
+            return not self._gave_up
 
     def next_request(self) -> Request | None:
-        request: Request | None = (
-            self._local.popleft() if self._local else self.queue.pop(self.idle_before_close)
-        )
+        request: Request | None = None
+        if self._local:
+            request = self._local.popleft()
+        elif self._up():
+            try:
+                request = self.queue.pop(self.idle_before_close)
+            except _REDIS_DOWN as exc:
+                self._lost(exc)
         if request is not None and self.stats is not None:
             self.stats.inc_value("scheduler/dequeued/redis")
             if request.meta.get(meta.START):
                 self.stats.inc_value("kc/start/requested")
         if request is not None and not self._busy:
             self._busy = True
-            self.server.hset(self.keys.busy, self.member, 1)
+            self._set_busy(1)
         return request
 
+    def _set_busy(self, busy: int) -> None:
+        if not self._up():
+            return
+        try:
+            self.server.hset(self.keys.busy, self.member, busy)
+        except _REDIS_DOWN as exc:
+            self._lost(exc)
+
     def _spider_idle(self, spider: Spider) -> None:
-        """Stay while another process has work in hand: it may yet fill the queue."""
+        """Stay while another process has work in hand (it may yet fill the queue), or
+        while Redis does not answer."""
+        if self._gave_up:
+            return
         if self._busy:
             self._busy = False
-            self.server.hset(self.keys.busy, self.member, 0)
-        if self._peers_busy(
-            keys=[self.keys.workers, self.keys.busy], args=[self.member, STALE_SECONDS]
-        ):
-            if self.stats is not None:
+            self._set_busy(0)
+        wait = self._down_since is not None or bool(self._waiting)
+        if not wait:
+            try:
+                wait = bool(
+                    self._peers_busy(
+                        keys=[self.keys.workers, self.keys.busy], args=[self.member, STALE_SECONDS]
+                    )
+                )
+            except _REDIS_DOWN as exc:
+                self._lost(exc)
+                wait = not self._gave_up
+            if wait and self.stats is not None:
                 self.stats.inc_value("kc/frontier/waited_for_peers")
+        if wait:
             # Look at the queue again soon, not on the engine's 5 s heartbeat (Scrapy has no
             # public way to ask; without the engine's slot, the heartbeat it is).
             nextcall = getattr(getattr(self.crawler.engine, "_slot", None), "nextcall", None)
@@ -369,22 +569,29 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
             raise DontCloseSpider
 
     def _beat_once(self) -> None:
+        if self._down_since is not None or self._gave_up:
+            return
         try:
             self._heartbeat(keys=[self.keys.workers], args=[self.member])
         except Exception as exc:  # a missed beat is not fatal; STALE_SECONDS allows several
             logger.warning("shared frontier: heartbeat failed: %s", exc)
 
     def close(self, reason: str) -> None:
-        if getattr(self, "_beat", None) is not None and self._beat.running:
-            self._beat.stop()
+        for loop in (getattr(self, "_beat", None), getattr(self, "_watch", None)):
+            if loop is not None and loop.running:
+                loop.stop()
         super().close(reason)  # SCHEDULER_PERSIST: keeps the shared state
-        if not hasattr(self, "keys"):
+        if not hasattr(self, "keys") or self._gave_up:
+            return  # Redis lost: the other processes (or the next crawl) clear the keys
+        try:
+            self.server.hdel(self.keys.busy, self.member)
+            others = self._membership(
+                keys=[self.keys.workers, *self.keys.state],
+                args=[self.member, STALE_SECONDS, "leave"],
+            )
+        except _REDIS_DOWN as exc:
+            logger.warning("shared frontier: could not leave the crawl in Redis: %s", exc)
             return
-        self.server.hdel(self.keys.busy, self.member)
-        others = self._membership(
-            keys=[self.keys.workers, *self.keys.state],
-            args=[self.member, STALE_SECONDS, "leave"],
-        )
         if others:
             logger.info("shared frontier: %s other process(es) still crawling", others)
         else:

@@ -125,7 +125,8 @@ def run_outcome(reason: str, stats: Mapping[str, Any]) -> str:
 
     ``refused`` when another writer's lease kept it from starting (``kc/lease/refused``:
     it wrote nothing and recorded no run); ``failed`` when the store failed
-    (``kc/store/failed``), when it lost its lease (``kc/lease/lost``), when the dedupe
+    (``kc/store/failed``), when it lost its lease (``kc/lease/lost``) or its shared
+    crawl's Redis (``kc/frontier/redis_lost``), when the dedupe
     state's file failed (``kc/dedupe/state_failed``) or when none of the
     start URLs could be fetched (``kc/start/fetched`` 0 of ``kc/start/requested``
     > 0); ``interrupted`` on ``shutdown`` (Ctrl-C, SIGTERM); else ``finished``
@@ -140,7 +141,7 @@ def run_outcome(reason: str, stats: Mapping[str, Any]) -> str:
         return "refused"
     if stats.get("kc/store/failed") or stats.get("kc/dedupe/state_failed"):
         return "failed"
-    if stats.get("kc/lease/lost"):
+    if stats.get("kc/lease/lost") or stats.get("kc/frontier/redis_lost"):
         return "failed"
     if reason == "shutdown":
         return "interrupted"
