@@ -50,6 +50,7 @@ KC_ALLOW_PRIVATE_ADDRESSES = _DEFAULTS.allow_private_addresses
 KC_REDIS_URL = os.environ.get("KC_REDIS_URL", _DEFAULTS.redis_url)
 KC_REDIS_KEY_PREFIX = os.environ.get("KC_REDIS_KEY_PREFIX", _DEFAULTS.redis_key_prefix)
 KC_REDIS_GRACE_SECONDS = _DEFAULTS.redis_grace_seconds
+KC_REDIS_LEASE_SECONDS = _DEFAULTS.redis_lease_seconds
 KC_CHROMIUM_PATH = os.environ.get("KC_CHROMIUM_PATH", _DEFAULTS.chromium_path)
 KC_BROWSER_PAGES = _DEFAULTS.browser_pages
 KC_BROWSER_TIMEOUT_SECONDS = _DEFAULTS.browser_timeout_seconds

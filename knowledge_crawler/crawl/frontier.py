@@ -10,6 +10,8 @@ as before.
 The keys of a crawl (``PREFIX`` is ``KC_REDIS_KEY_PREFIX``, ``SPIDER`` the spider's name):
 
 ``PREFIX:SPIDER:requests``    the request queue (a sorted set, by priority)
+``PREFIX:SPIDER:leased``      the requests processes have taken and not finished (a sorted
+                              set, by when their lease ends)
 ``PREFIX:SPIDER:dupefilter``  fingerprints of the page requests scheduled (a set)
 ``PREFIX:SPIDER:budget``      pages scheduled per source, for ``max_pages`` (a hash)
 ``PREFIX:SPIDER:workers``     the processes crawling now, with their last heartbeat (a hash)
@@ -37,6 +39,14 @@ any of its processes does: the first process to join a crawl no live process is 
 clears its keys (what a killed crawl left), and the last to leave clears them too.
 A process that dies without leaving stops counting as live once its heartbeat is
 :data:`STALE_SECONDS` old.
+
+A request taken from the queue is leased to its process (``PREFIX:SPIDER:leased``, scored
+by when the lease ends: ``KC_REDIS_LEASE_SECONDS``), renewed with the heartbeat while the
+engine has it in progress, and its lease ends when the engine is done with it. Each take
+first hands the expired leases back to the queue, so the requests of a process that died
+are fetched by another (``kc/frontier/reclaimed``); no process ends while one is leased.
+
+Queue entries are JSON (:mod:`knowledge_crawler.crawl.request_json`), never pickle.
 """
 
 from __future__ import annotations
@@ -67,6 +77,7 @@ from knowledge_crawler.errors import ConfigError
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
+    from scrapy.core.engine import ExecutionEngine
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
@@ -120,6 +131,7 @@ class CrawlKeys:
     workers: str
     busy: str
     dedupe: str
+    leased: str
 
     @classmethod
     def of(cls, prefix: str, spider: str) -> CrawlKeys:
@@ -134,12 +146,20 @@ class CrawlKeys:
             workers=f"{base}:workers",
             busy=f"{base}:busy",
             dedupe=f"{base}:dedupe",
+            leased=f"{base}:leased",
         )
 
     @property
     def state(self) -> tuple[str, ...]:
         """The keys a crawl's end (or a new crawl) clears, beside ``workers``."""
-        return (self.requests, self.dupefilter, self.budget, self.busy, self.dedupe)
+        return (
+            self.requests,
+            self.dupefilter,
+            self.budget,
+            self.busy,
+            self.dedupe,
+            self.leased,
+        )
 
 
 def page_fingerprint(source_id: str, key: str) -> str:
@@ -235,9 +255,11 @@ _HEARTBEAT = """
 redis.call('HSET', KEYS[1], ARGV[1], redis.call('TIME')[1])
 """
 
-# KEYS: workers, busy. ARGV: this process, stale seconds. 1 when another live process
-# has work in hand.
+# KEYS: workers, busy, leased. ARGV: this process, stale seconds. 1 when another live
+# process has work in hand, or a request is leased (taken and not finished: by a live
+# process, or by a dead one until its lease ends and it is handed out again).
 _PEERS_BUSY = """
+if redis.call('ZCARD', KEYS[3]) > 0 then return 1 end
 local now = tonumber(redis.call('TIME')[1])
 local busy = redis.call('HGETALL', KEYS[2])
 for i = 1, #busy, 2 do
@@ -248,6 +270,40 @@ for i = 1, #busy, 2 do
 end
 return 0
 """
+
+
+# KEYS: requests, leased. ARGV: lease seconds, most to reclaim. First hands the expired
+# leases back to the queue (at their request's priority), then takes the first request
+# and leases it: {entry, reclaimed}, or {false, reclaimed} when the queue is empty.
+_TAKE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+for _, entry in ipairs(expired) do
+  redis.call('ZREM', KEYS[2], entry)
+  local score = 0
+  local ok, request = pcall(cjson.decode, entry)
+  if ok and type(request) == 'table' and tonumber(request['priority']) then
+    score = -tonumber(request['priority'])
+  end
+  redis.call('ZADD', KEYS[1], 'NX', score, entry)
+end
+local first = redis.call('ZRANGE', KEYS[1], 0, 0)
+if #first == 0 then return {false, #expired} end
+redis.call('ZREM', KEYS[1], first[1])
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[1]), first[1])
+return {first[1], #expired}
+"""
+
+# KEYS: leased. ARGV: lease seconds, then the entries still in hand: their lease starts again.
+_RENEW = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+for i = 2, #ARGV do redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[1]), ARGV[i]) end
+"""
+
+#: the most expired leases one take hands back
+RECLAIM_BATCH = 100
 
 
 class SharedQueue(PriorityQueue):  # type: ignore[misc]  # scrapy-redis has no type information
@@ -266,17 +322,52 @@ class SharedQueue(PriorityQueue):  # type: ignore[misc]  # scrapy-redis has no t
         return request_json.decode(encoded_request, self.spider)
 
     def pop(self, timeout: int = 0) -> Request | None:
+        taken = self.take(lease=0.0)
+        if taken is None:
+            return None
+        self.server.zrem(self.leased_key, taken[1])
+        return taken[0]
+
+    def take(self, lease: float) -> tuple[Request, bytes] | None:
+        """The first request of the queue and its entry, leased to this process for
+        ``lease`` seconds (it is handed out again once that ends unless :meth:`finish` or
+        :meth:`renew` came first); expired leases go back to the queue first
+        (``kc/frontier/reclaimed``). None when the queue is empty."""
+        if getattr(self, "_take", None) is None:
+            self._take = self.server.register_script(_TAKE)
+            self._renew = self.server.register_script(_RENEW)
         while True:
-            pipe = self.server.pipeline()
-            pipe.multi()
-            pipe.zrange(self.key, 0, 0).zremrangebyrank(self.key, 0, 0)
-            entries, _ = pipe.execute()
-            if not entries:
+            entry, reclaimed = self._take(
+                keys=[self.key, self.leased_key], args=[lease, RECLAIM_BATCH]
+            )
+            if reclaimed:
+                self.spider.crawler.stats.inc_value("kc/frontier/reclaimed", int(reclaimed))
+                logger.warning(
+                    "shared frontier: %s request(s) whose lease ended handed out again "
+                    "(a process died with them)",
+                    reclaimed,
+                )
+            if not entry:
                 return None
             try:
-                return self._decode_request(entries[0])
+                return self._decode_request(entry), bytes(entry)
             except request_json.BadEntry as exc:
+                self.server.zrem(self.leased_key, entry)
                 self.bad_entry(exc)
+
+    def finish(self, entries: list[bytes]) -> None:
+        """The requests of ``entries`` are done with: their leases end."""
+        if entries:
+            self.server.zrem(self.leased_key, *entries)
+
+    def renew(self, entries: list[bytes], lease: float) -> None:
+        """The requests of ``entries`` are still in hand: their leases start again."""
+        if entries:
+            self._renew(keys=[self.leased_key], args=[lease, *entries])
+
+    @property
+    def leased_key(self) -> str:
+        return str(self.key).removesuffix(":requests") + ":leased"
 
     def bad_entry(self, exc: Exception) -> None:
         self.spider.crawler.stats.inc_value("kc/frontier/bad_entries")
@@ -315,6 +406,10 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
     #: KC_REDIS_GRACE_SECONDS, and the Redis as messages name it (no password)
     grace: float
     redis_url: str
+    #: KC_REDIS_LEASE_SECONDS, and the requests taken from the queue and not finished,
+    #: with their entries (leased to this process)
+    lease: float
+    _in_hand: dict[Request, bytes]
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SharedScheduler:
@@ -324,6 +419,8 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
         scheduler._waiting = deque()
         config = KcConfig.from_settings(crawler.settings)
         scheduler.grace = config.redis_grace_seconds
+        scheduler.lease = config.redis_lease_seconds
+        scheduler._in_hand = {}
         scheduler.redis_url = display_url(config.redis_url)
         crawler.signals.connect(scheduler._spider_idle, signal=signals.spider_idle)
         return scheduler
@@ -348,7 +445,7 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
         spider.crawler.stats.set_value("kc/frontier/peers_at_start", int(others))
         super().open(spider)
         self._beat = task.LoopingCall(self._beat_once)
-        self._beat.start(HEARTBEAT_SECONDS, now=False)
+        self._beat.start(min(HEARTBEAT_SECONDS, self.lease / 3), now=False)
         self._watch = task.LoopingCall(self._watch_once)
 
     # -- Redis that may not answer ---------------------------------------------------
@@ -448,7 +545,7 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
         stats = self.crawler.stats
         if stats is not None:
             stats.set_value("kc/frontier/redis_lost", message)
-        engine = self.crawler.engine
+        engine = self._engine()
         if engine is not None and engine.spider is not None:
             asyncio.get_running_loop().create_task(engine.close_spider_async(reason=REDIS_LOST))
 
@@ -518,10 +615,14 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
         if self._local:
             request = self._local.popleft()
         elif self._up():
+            self._settle()
             try:
-                request = self.queue.pop(self.idle_before_close)
+                taken = self.queue.take(self.lease)
             except _REDIS_DOWN as exc:
                 self._lost(exc)
+                taken = None
+            if taken is not None:
+                request, self._in_hand[taken[0]] = taken
         if request is not None and self.stats is not None:
             self.stats.inc_value("scheduler/dequeued/redis")
             if request.meta.get(meta.START):
@@ -530,6 +631,32 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
             self._busy = True
             self._set_busy(1)
         return request
+
+    def _settle(self, *, renew: bool = False, done_all: bool = False) -> None:
+        """End the leases of the requests this process is done with (the engine no longer
+        has them in progress; all of them when ``done_all``); with ``renew``, start those
+        of the others again."""
+        if not self._in_hand or not self._up():
+            return
+        slot = getattr(self._engine(), "_slot", None)
+        busy: set[Request] = set() if done_all else getattr(slot, "inprogress", set())
+        done = [request for request in self._in_hand if request not in busy]
+        entries = [self._in_hand[request] for request in done]
+        try:
+            self.queue.finish(entries)
+            for request in done:
+                del self._in_hand[request]
+            if renew:
+                self.queue.renew(list(self._in_hand.values()), self.lease)
+        except _REDIS_DOWN as exc:
+            self._lost(exc)
+
+    def _engine(self) -> ExecutionEngine | None:
+        """The crawl's engine; None before the crawl starts."""
+        try:
+            return self.crawler.engine
+        except RuntimeError:
+            return None
 
     def _set_busy(self, busy: int) -> None:
         if not self._up():
@@ -544,6 +671,7 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
         while Redis does not answer."""
         if self._gave_up:
             return
+        self._settle(done_all=True)  # idle: nothing is in progress
         if self._busy:
             self._busy = False
             self._set_busy(0)
@@ -552,7 +680,8 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
             try:
                 wait = bool(
                     self._peers_busy(
-                        keys=[self.keys.workers, self.keys.busy], args=[self.member, STALE_SECONDS]
+                        keys=[self.keys.workers, self.keys.busy, self.keys.leased],
+                        args=[self.member, STALE_SECONDS],
                     )
                 )
             except _REDIS_DOWN as exc:
@@ -563,7 +692,7 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
         if wait:
             # Look at the queue again soon, not on the engine's 5 s heartbeat (Scrapy has no
             # public way to ask; without the engine's slot, the heartbeat it is).
-            nextcall = getattr(getattr(self.crawler.engine, "_slot", None), "nextcall", None)
+            nextcall = getattr(getattr(self._engine(), "_slot", None), "nextcall", None)
             if nextcall is not None:
                 nextcall.schedule(POLL_SECONDS)
             raise DontCloseSpider
@@ -571,6 +700,7 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
     def _beat_once(self) -> None:
         if self._down_since is not None or self._gave_up:
             return
+        self._settle(renew=True)
         try:
             self._heartbeat(keys=[self.keys.workers], args=[self.member])
         except Exception as exc:  # a missed beat is not fatal; STALE_SECONDS allows several
@@ -583,6 +713,9 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
         super().close(reason)  # SCHEDULER_PERSIST: keeps the shared state
         if not hasattr(self, "keys") or self._gave_up:
             return  # Redis lost: the other processes (or the next crawl) clear the keys
+        self._settle(done_all=True)
+        if self._down_since is not None:
+            return
         try:
             self.server.hdel(self.keys.busy, self.member)
             others = self._membership(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -119,9 +120,8 @@ class _Spider(Spider):
         """The page callback a queued request names."""
 
 
-@pytest.fixture
-def scheduler(redis_server: Any, redis_prefix: str) -> Iterator[SharedScheduler]:
-    """The shared scheduler of a crawl with this test's key prefix, open, as the engine has it."""
+def open_scheduler(prefix: str, **settings: Any) -> SharedScheduler:
+    """A process's shared scheduler of the crawl of ``prefix``, open, as the engine has it."""
     from knowledge_crawler.crawl.frontier import install_frontier
 
     crawler = Crawler(
@@ -129,7 +129,8 @@ def scheduler(redis_server: Any, redis_prefix: str) -> Iterator[SharedScheduler]
         Settings(
             {
                 "KC_REDIS_URL": REDIS_URL,
-                "KC_REDIS_KEY_PREFIX": redis_prefix,
+                "KC_REDIS_KEY_PREFIX": prefix,
+                **settings,
                 **get_reactor_settings(),
             }
         ),
@@ -139,6 +140,12 @@ def scheduler(redis_server: Any, redis_prefix: str) -> Iterator[SharedScheduler]
     crawler.spider = crawler._create_spider()
     shared = SharedScheduler.from_crawler(crawler)
     shared.open(crawler.spider)
+    return shared
+
+
+@pytest.fixture
+def scheduler(redis_server: Any, redis_prefix: str) -> Iterator[SharedScheduler]:
+    shared = open_scheduler(redis_prefix)
     try:
         yield shared
     finally:
@@ -187,3 +194,32 @@ def test_a_request_json_cannot_hold_stays_in_its_process(scheduler: SharedSchedu
     taken = scheduler.next_request()
     assert taken is not None and taken.url == "https://x.test/a"
     assert scheduler.spider.crawler.stats.get_value("kc/frontier/kept_local") == 1
+
+
+def test_a_request_a_dead_process_had_taken_is_handed_out_again_when_its_lease_ends(
+    redis_server: Any, redis_prefix: str
+) -> None:
+    dead = open_scheduler(redis_prefix, KC_REDIS_LEASE_SECONDS=2)
+    live = open_scheduler(redis_prefix, KC_REDIS_LEASE_SECONDS=2)
+    try:
+        dead.enqueue_request(Request("https://x.test/a", callback=dead.spider.parse))
+        taken = dead.next_request()
+        assert taken is not None and taken.url == "https://x.test/a"
+        # The process that took it dies (no close, no more heartbeats): its lease runs on.
+        dead._beat.stop()
+        assert live.next_request() is None  # leased: another process has it in hand
+        deadline = time.monotonic() + 60
+        again = None
+        while again is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+            again = live.next_request()
+        assert again is not None and again.url == "https://x.test/a"
+        assert again.callback == live.spider.parse
+        assert live.spider.crawler.stats.get_value("kc/frontier/reclaimed") == 1
+        # done with it: finished, never handed out again
+        live._settle(done_all=True)
+        time.sleep(2.5)
+        assert live.next_request() is None
+        assert redis_server.zcard(live.keys.leased) == 0
+    finally:
+        live.close("finished")
