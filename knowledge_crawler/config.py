@@ -106,6 +106,12 @@ class KcConfig:
     #: first part of the Redis keys of a shared crawl (``PREFIX:SPIDER:requests``, ...), so that
     #: crawls that share a Redis keep apart
     redis_key_prefix: str = "kc"
+    #: how long a shared crawl waits for its Redis to answer again once it stopped answering,
+    #: before it stops as ``failed`` (the crawl state keeps what it had queued) (s)
+    redis_grace_seconds: float = 10.0
+    #: a request a process of a shared crawl takes is leased to it for this long, renewed
+    #: while it is in hand: a process that dies holding it hands it back when the lease ends (s)
+    redis_lease_seconds: float = 60.0
     #: the Chromium that renders ``render = "playwright"``/``"auto"`` pages; empty: the first
     #: of ``chromium``, ``chromium-browser``, ``google-chrome`` on PATH, else /usr/bin/chromium
     chromium_path: str = ""
@@ -157,6 +163,7 @@ class KcConfig:
             "browser_context_pages",
             "lease_ttl_seconds",
             "stage_timeout_seconds",
+            "redis_lease_seconds",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{setting_name(name)} must be > 0, got {getattr(self, name)}")
@@ -186,6 +193,7 @@ class KcConfig:
             "store_retry_seconds",
             "lease_wait_seconds",
             "progress_seconds",
+            "redis_grace_seconds",
             "malloc_trim_seconds",
         ):
             if getattr(self, name) < 0:

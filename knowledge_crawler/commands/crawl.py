@@ -14,9 +14,9 @@ For the ``knowledge`` spider and every per-site spider derived from it:
   KC_LEASE_WAIT_SECONDS=N`` the crawl waits up to N seconds for the lease first;
 * the exit status follows the run's recorded outcome (``kc/outcome``):
   0 ``finished``; 1 ``failed`` (none of the start URLs could be fetched, the
-  database could not be written, the crawl lost its writer lease, the dedupe
-  state's temporary file failed, or the stage workers could not start), with one
-  line saying why; 130 ``interrupted``
+  database could not be written, the crawl lost its writer lease or its shared crawl's
+  Redis (``KC_REDIS_GRACE_SECONDS``), the dedupe state's temporary file failed, or
+  the stage workers could not start), with one line saying why; 130 ``interrupted``
   (Ctrl-C or SIGTERM); 2 ``refused`` (the lease was taken by another writer first).
 
 A refresh with nothing due says so in one line, with when the next stored page is due.
@@ -59,6 +59,8 @@ def failure_reason(stats: Mapping[str, Any]) -> str:
         return str(stats["kc/lease/lost"])
     if stats.get("kc/stages/pool_failed"):
         return str(stats.get("kc/stages/error") or "the stage worker pool could not start")
+    if stats.get("kc/frontier/redis_lost"):
+        return str(stats["kc/frontier/redis_lost"])
     requested = int(stats.get("kc/start/requested", 0))
     errors = {
         key.removeprefix("kc/fetch/error/"): int(value)

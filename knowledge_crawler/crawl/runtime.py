@@ -141,9 +141,10 @@ def run_outcome(reason: str, stats: Mapping[str, Any]) -> str:
 
     ``refused`` when another writer's lease kept it from starting (``kc/lease/refused``:
     it wrote nothing and recorded no run); ``failed`` when the store failed
-    (``kc/store/failed``), when it lost its lease (``kc/lease/lost``), when the dedupe
-    state's file failed (``kc/dedupe/state_failed``), when its stage workers could not
-    start (``kc/stages/pool_failed``) or when none of the
+    (``kc/store/failed``), when it lost its lease (``kc/lease/lost``) or its shared
+    crawl's Redis (``kc/frontier/redis_lost``), when the dedupe state's file failed
+    (``kc/dedupe/state_failed``), when its stage workers could not start
+    (``kc/stages/pool_failed``) or when none of the
     start URLs could be fetched (``kc/start/fetched`` 0 of ``kc/start/requested``
     > 0); ``interrupted`` on ``shutdown`` (Ctrl-C, SIGTERM); else ``finished``
     (a ``closespider_*`` limit is a normal end).
@@ -159,7 +160,7 @@ def run_outcome(reason: str, stats: Mapping[str, Any]) -> str:
         return "failed"
     if stats.get("kc/stages/pool_failed"):
         return "failed"
-    if stats.get("kc/lease/lost"):
+    if stats.get("kc/lease/lost") or stats.get("kc/frontier/redis_lost"):
         return "failed"
     if reason == "shutdown":
         return "interrupted"

@@ -2,23 +2,32 @@
 
 from __future__ import annotations
 
+import json
+import pickle
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from scrapy import Request
+from scrapy import Request, Spider
+from scrapy.crawler import Crawler
+from scrapy.settings import Settings
+from scrapy.utils.test import get_reactor_settings
 
 from knowledge_crawler import meta
 from knowledge_crawler.config import KcConfig
 from knowledge_crawler.crawl.frontier import (
     CrawlKeys,
     PageDupeFilter,
+    SharedScheduler,
     check_redis,
     page_fingerprint,
 )
 from knowledge_crawler.errors import ConfigError
 from knowledge_crawler.sources import Source
+from tests.conftest import REDIS_URL
 
 
 def test_redis_settings_are_checked() -> None:
@@ -102,3 +111,115 @@ def test_a_page_is_scheduled_once_per_source_and_the_budget_is_the_crawls(
     # requests that are not pages keep scrapy-redis's own fingerprint
     assert not seen(Request("https://x.test/sitemap.xml"))
     assert seen(Request("https://x.test/sitemap.xml"))
+
+
+class _Spider(Spider):
+    name = "knowledge"
+
+    def parse(self, response: Any) -> None:
+        """The page callback a queued request names."""
+
+
+def open_scheduler(prefix: str, **settings: Any) -> SharedScheduler:
+    """A process's shared scheduler of the crawl of ``prefix``, open, as the engine has it."""
+    from knowledge_crawler.crawl.frontier import install_frontier
+
+    crawler = Crawler(
+        _Spider,
+        Settings(
+            {
+                "KC_REDIS_URL": REDIS_URL,
+                "KC_REDIS_KEY_PREFIX": prefix,
+                **settings,
+                **get_reactor_settings(),
+            }
+        ),
+    )
+    assert install_frontier(crawler)
+    crawler._apply_settings()
+    crawler.spider = crawler._create_spider()
+    shared = SharedScheduler.from_crawler(crawler)
+    shared.open(crawler.spider)
+    return shared
+
+
+@pytest.fixture
+def scheduler(redis_server: Any, redis_prefix: str) -> Iterator[SharedScheduler]:
+    shared = open_scheduler(redis_prefix)
+    try:
+        yield shared
+    finally:
+        shared.close("finished")
+
+
+class _Payload:
+    """Unpickled, it creates the file it names: code run on a queue entry's word."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (open, (self.path, "w"))
+
+
+def test_a_pickled_entry_in_the_shared_queue_is_dropped_not_run(
+    scheduler: SharedScheduler, redis_server: Any, tmp_path: Path
+) -> None:
+    spider = scheduler.spider
+    scheduler.enqueue_request(Request("https://x.test/a", callback=spider.parse, priority=1))
+    # What anyone who can write to the crawl's Redis can do: an entry ahead of the others.
+    ran = tmp_path / "ran"
+    redis_server.zadd(scheduler.queue.key, {pickle.dumps(_Payload(ran)): -100})
+    redis_server.zadd(
+        scheduler.queue.key, {b'{"url": "https://x.test/b", "_class": "os.system"}': -99}
+    )
+    try:
+        taken = scheduler.next_request()
+    finally:
+        assert not ran.exists(), "a queue entry ran code in the crawler"
+    assert taken is not None and taken.url == "https://x.test/a" and taken.callback == spider.parse
+    assert spider.crawler.stats.get_value("kc/frontier/bad_entries") == 2
+    assert scheduler.next_request() is None
+    # what the crawl writes there is JSON
+    scheduler.enqueue_request(Request("https://x.test/c", body=b"\xff", meta={"kc_depth": 2}))
+    [entry] = redis_server.zrange(scheduler.queue.key, 0, -1)
+    assert json.loads(entry)["meta"] == {"kc_depth": 2}
+    back = scheduler.next_request()
+    assert back is not None and back.body == b"\xff" and back.meta["kc_depth"] == 2
+
+
+def test_a_request_json_cannot_hold_stays_in_its_process(scheduler: SharedScheduler) -> None:
+    scheduler.enqueue_request(Request("https://x.test/a", meta={"obj": object()}))
+    assert scheduler.has_pending_requests()
+    taken = scheduler.next_request()
+    assert taken is not None and taken.url == "https://x.test/a"
+    assert scheduler.spider.crawler.stats.get_value("kc/frontier/kept_local") == 1
+
+
+def test_a_request_a_dead_process_had_taken_is_handed_out_again_when_its_lease_ends(
+    redis_server: Any, redis_prefix: str
+) -> None:
+    dead = open_scheduler(redis_prefix, KC_REDIS_LEASE_SECONDS=2)
+    live = open_scheduler(redis_prefix, KC_REDIS_LEASE_SECONDS=2)
+    try:
+        dead.enqueue_request(Request("https://x.test/a", callback=dead.spider.parse))
+        taken = dead.next_request()
+        assert taken is not None and taken.url == "https://x.test/a"
+        # The process that took it dies (no close, no more heartbeats): its lease runs on.
+        dead._beat.stop()
+        assert live.next_request() is None  # leased: another process has it in hand
+        deadline = time.monotonic() + 60
+        again = None
+        while again is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+            again = live.next_request()
+        assert again is not None and again.url == "https://x.test/a"
+        assert again.callback == live.spider.parse
+        assert live.spider.crawler.stats.get_value("kc/frontier/reclaimed") == 1
+        # done with it: finished, never handed out again
+        live._settle(done_all=True)
+        time.sleep(2.5)
+        assert live.next_request() is None
+        assert redis_server.zcard(live.keys.leased) == 0
+    finally:
+        live.close("finished")
