@@ -290,6 +290,7 @@ class StorePipeline(KcPipeline):
                     needs_review=item.action == "review",
                     depth=item.depth,
                     settled=final,
+                    evidence=item.evidence or "[]",
                 )
             )
         known = self.runtime.known.get((item.source_id, item.canonical_url))

@@ -272,6 +272,10 @@ class FetchFailure:
     needs_review: bool = False
     depth: int = 0
     settled: bool = False
+    #: the observations behind a parse failure (a junk 200 of a stored page, as
+    #: ``sync.junk`` writes them: times, reasons, digests, archive locations), JSON text;
+    #: ``[]`` for a fetch that failed
+    evidence: str = "[]"
 
     @property
     def key(self) -> tuple[str, str]:
@@ -333,6 +337,8 @@ class KnownPage:
     status: str = "active"
     status_reason: str | None = None
     status_evidence: str = "[]"
+    #: the stored content's words (what a junk answer is measured against)
+    word_count: int = 0
 
     @property
     def key(self) -> tuple[str, str]:

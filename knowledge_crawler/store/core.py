@@ -542,6 +542,7 @@ class SqlStore(Store):
                     "dead_lettered_at": f.dead_lettered_at,
                     "needs_review": int(f.needs_review),
                     "run_id": run_id,
+                    "evidence": f.evidence,
                 }
                 for f in failures
             ],
@@ -1038,7 +1039,7 @@ class SqlStore(Store):
         sql = (
             "SELECT source_id, canonical_url, final_url, etag, last_modified, content_hash, "
             "depth, check_interval, last_changed_at, next_check_at, status, status_reason, "
-            f"status_evidence FROM page_meta WHERE source_id {fragment} "
+            f"status_evidence, word_count FROM page_meta WHERE source_id {fragment} "
             "ORDER BY next_check_at IS NOT NULL, next_check_at, id"
         )
         # streamed: a crawl of a million stored pages never holds their rows at once
@@ -1057,8 +1058,8 @@ class SqlStore(Store):
     def fetch_attempts(self, source_ids: Sequence[str]) -> list[FetchFailure]:
         rows = self._of_sources(
             "SELECT source_id, canonical_url, url, last_failed_at, attempts, first_failed_at, "
-            "last_error, last_status, next_retry_at, dead_lettered_at, needs_review, depth "
-            "FROM fetch_attempts WHERE source_id {sources} "
+            "last_error, last_status, next_retry_at, dead_lettered_at, needs_review, depth, "
+            "evidence FROM fetch_attempts WHERE source_id {sources} "
             "ORDER BY next_retry_at IS NULL, next_retry_at, {tiebreak}",
             source_ids,
             "cannot read the retry state of",
@@ -1077,6 +1078,7 @@ class SqlStore(Store):
                 dead_lettered_at=row[9],
                 needs_review=bool(row[10]),
                 depth=row[11],
+                evidence=row[12],
             )
             for row in rows
         ]

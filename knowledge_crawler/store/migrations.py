@@ -577,6 +577,13 @@ CREATE TABLE outlinks (
     "CREATE INDEX idx_outlinks_to ON outlinks (source_id, to_url)",
 )
 
+# Parse failures (a junk 200 of a stored page: empty, binary, an error page) are kept with
+# the page's retry state; their evidence is JSON text (``sync.junk``): each observation's
+# time, status, reason, the answer's digest and where its response is archived.
+_FAILURE_EVIDENCE: tuple[str, ...] = (
+    "ALTER TABLE fetch_attempts ADD COLUMN evidence TEXT NOT NULL DEFAULT '[]'",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "0001_pages_runs_quarantine",
@@ -621,6 +628,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         ("CREATE INDEX idx_frontier_scan ON frontier (source_id, depth, canonical_url)",),
     ),
     Migration("0015_outlinks", _OUTLINKS),
+    Migration("0016_fetch_attempts_evidence", _FAILURE_EVIDENCE),
 )
 
 
