@@ -214,13 +214,17 @@ class ExtractPipeline(KcPipeline):
     def _junk(self, item: PageItem, junk: Junk, digest: str) -> UrlOutcomeItem | FailureItem | None:
         """A junk answer: a URL not stored is refused with its reason; a stored page keeps
         its content and the answer goes to its retry state with the evidence. None: the
-        same answer came over the window, and is now the page's content."""
+        same answer came over the window, and is now the page's content (or the stored
+        page has no words to keep: the answer is stored as it is)."""
         known = self._stored(item)
         source = self.runtime.sources.get(item.source_id)
         if known is None or source is None:
             self._count_failure(junk)
             logger.info("%s is no page: %s", item.final_url, junk.reason)
             return self._refused(item, junk.reason)
+        if known.word_count <= 0:  # the stored page says nothing either: nothing to keep
+            self.inc("extract/junk_as_stored")
+            return None
         failed = self._failures().get(known.key)
         prior = evidence_from_json(failed.evidence) if failed is not None else ()
         observed = Observation(

@@ -117,22 +117,22 @@ async def test_a_junk_200_keeps_the_stored_text_until_it_repeats_over_the_window
     assert last_run(db_url)["responses_200_changed"] == 0
 
     # The same answers again, within the window: still junk, one more observation each.
-    await run_crawl(db_url, seeds=seeds)
     first = when(attempt(db_url, site, EMPTY)["first_failed_at"])  # type: ignore[index]
+    third = await run_crawl(db_url, seeds=seeds)
     for path, before in good.items():
         failed = attempt(db_url, site, path)
-        assert failed is not None
+        if failed is None:  # a busy machine took longer than the window: accepted already
+            continue
         evidence = json.loads(failed["evidence"])
-        span = when(evidence[-1]["at"]) - when(evidence[0]["at"])
-        if span < timedelta(seconds=WINDOW):  # a busy machine may have taken longer
-            assert page(db_url, site, path)["content"] == before["content"], path
-            assert failed["attempts"] == 2 and len(evidence) == 2
+        assert when(evidence[-1]["at"]) - when(evidence[0]["at"]) < timedelta(seconds=WINDOW)
+        assert page(db_url, site, path)["content"] == before["content"], path
+        assert failed["attempts"] == 2 and len(evidence) == 2
 
     # Past the window, the same answer is the page's new content; the old text is a version.
     await asyncio.sleep(
         max(0.0, (first + timedelta(seconds=WINDOW) - datetime.now(UTC)).total_seconds()) + 0.2
     )
-    crawler = await run_crawl(db_url, seeds=seeds)
+    fourth = await run_crawl(db_url, seeds=seeds)
     for path, before in good.items():
         now = page(db_url, site, path)
         assert now["content_hash"] != before["content_hash"], path
@@ -144,9 +144,18 @@ async def test_a_junk_200_keeps_the_stored_text_until_it_repeats_over_the_window
         assert version["content_hash"] == before["content_hash"]
     assert page(db_url, site, EMPTY)["content"] == ""
     assert page(db_url, site, BINARY)["content"] == ""
-    assert crawler.stats.get_value("kc/extract/junk_accepted") == 3
-    assert last_run(db_url)["responses_200_changed"] == 3
+    accepted = [c.stats.get_value("kc/extract/junk_accepted", 0) for c in (third, fourth)]
+    assert sum(accepted) == 3
+    changed = query(db_url, "SELECT responses_200_changed AS n FROM crawl_runs ORDER BY id")
+    assert changed[-2]["n"] + changed[-1]["n"] == 3
     assert last_run(db_url)["parse_failures"] == 0
+    # the page as now stored says nothing: the same junk again is that page, unchanged
+    again = await run_crawl(db_url, seeds=seeds)
+    assert again.stats.get_value("kc/extract/junk_as_stored") == 2  # empty, binary
+    assert last_run(db_url)["parse_failures"] == 0
+    assert not query(
+        db_url, "SELECT * FROM fetch_attempts WHERE canonical_url <> ?", site_key(site, NEW_BINARY)
+    )
 
 
 @coroutine_test
