@@ -89,6 +89,11 @@ class PageItem:
     #: the canonical URL its ``<link rel=canonical>`` names, when in scope (read with
     #: its links)
     canonical_link: str | None = None
+    #: a body labelled HTML that is no HTML page (empty, binary, text without markup): why,
+    #: as ``sync.junk.Junk``, and the body's digest (``sync.junk.answer_digest``); set by the
+    #: spider, judged by extract (a parse failure, which a stored page survives)
+    junk: Any = None
+    junk_digest: str | None = None
     #: stages 1-4 worked out ahead in a worker process (``transform.stages.Prepared``);
     #: each stage takes its result from it while its input is what the worker saw
     prepared: Any = None
@@ -195,6 +200,9 @@ class FailureItem:
     action: str
     #: the retry state to keep (``sync.retry.AttemptState``), None: none to keep
     state: Any = None
+    #: a parse failure's observations (JSON text, ``sync.junk.evidence_to_json``); None: a
+    #: fetch that failed, with none
+    evidence: str | None = None
 
 
 @dataclass(slots=True)

@@ -146,7 +146,7 @@ class KnownPages:
     def _move_to_disk(self) -> None:
         con = connect_scratch(_CACHE_KIB)
         columns = ", ".join(
-            f"{name} {'INTEGER' if name in ('depth', 'check_interval') else 'TEXT'}"
+            f"{name} {'INTEGER' if name in ('depth', 'check_interval', 'word_count') else 'TEXT'}"
             for name in _FIELDS
         )
         con.execute(

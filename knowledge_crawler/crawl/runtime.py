@@ -54,6 +54,7 @@ from knowledge_crawler.store.rescue import (
     read_rescue,
     rescue_sources,
 )
+from knowledge_crawler.sync.junk import PARSE_FAILURE
 from knowledge_crawler.sync.retry import AttemptState
 from knowledge_crawler.transform.minhash import MinHashParams
 from knowledge_crawler.transform.stages import StageRules
@@ -358,6 +359,9 @@ class Runtime:
                     dead_lettered_at=f.dead_lettered_at,
                 )
                 for f in failed
+                # a parse failure (a junk 200) is no failed fetch: a fetch that fails
+                # later starts its own count, not from the junk answers'
+                if not (f.last_error or "").startswith(PARSE_FAILURE)
             }
             assert self.crawler.stats is not None
             self.crawler.stats.set_value("kc/sync/known_pages", len(self.known))

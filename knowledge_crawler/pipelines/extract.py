@@ -19,6 +19,18 @@ later crawl fetches it again, and dead-lettered once it has failed
 record. All three count as the run's ``parse_failures``. A pool that cannot start (or
 start again) stops the crawl as failed (``kc/stages/pool_failed``, exit status 1); the
 pages it could not do are kept as retries due at once.
+
+Junk 200s (:mod:`knowledge_crawler.sync.junk`) are judged here, before any later stage
+(dedupe above all) sees them: a body labelled HTML that is none (empty, binary, text
+without markup: the spider says why, ``PageItem.junk``), an extraction that failed, and
+for a stored page an extraction that collapsed (no text, or under a tenth of the stored
+words with an error-page, script-shell or binary sign). Each is a parse failure
+(``kc/extract/failed``, the run's ``parse_failures``; ``kc/extract/junk/<kind>``): a URL
+not stored is refused with the reason; a stored page keeps its content, and the answer
+goes to its retry state (``fetch_attempts``: ``parse failure: REASON``, the next try, and
+the observations with their archived responses as evidence). Only the same answer,
+repeated over the source's deletion count and window (``missing_after``,
+``missing_window``), is stored as the page's new content (``kc/extract/junk_accepted``).
 """
 
 from __future__ import annotations
@@ -46,8 +58,28 @@ from knowledge_crawler.crawl.stage_pool import (
 )
 from knowledge_crawler.items import FailureItem, PageItem, UrlOutcomeItem
 from knowledge_crawler.pipelines._base import KcPipeline, retry_later
-from knowledge_crawler.store import utc_now
-from knowledge_crawler.sync.retry import Action, Failure, RetryPolicy, next_attempt
+from knowledge_crawler.store import FetchFailure, KnownPage, utc_now
+from knowledge_crawler.sync.junk import (
+    COLLAPSE_RATIO,
+    PARSE_FAILURE,
+    Junk,
+    Observation,
+    answer_digest,
+    collapse_signature,
+    evidence_from_json,
+    evidence_to_json,
+    next_retry,
+    observe,
+    page_junk,
+)
+from knowledge_crawler.sync.retry import (
+    Action,
+    AttemptState,
+    Failure,
+    RetryPolicy,
+    next_attempt,
+)
+from knowledge_crawler.transform.extract import Extraction
 from knowledge_crawler.transform.stages import (
     SELECTED,
     SELECTOR_FAILED,
@@ -104,6 +136,9 @@ class ExtractPipeline(KcPipeline):
     pool: StagePool | None = None
     _pool_failed = False
     _close_task: asyncio.Task[None] | None = None
+    #: the stored retry state of the crawl's failed pages, by key (read once, when the
+    #: first junk answer needs it), kept current with the parse failures recorded since
+    _failed: dict[tuple[str, str], FetchFailure] | None = None
 
     def open_spider(self) -> None:
         config = self.runtime.config
@@ -159,6 +194,9 @@ class ExtractPipeline(KcPipeline):
         if item.html is None:
             # not a page: recorded in the crawl state, not fetched again until it is due
             self.inc("extract/non_html")
+            if item.junk is not None:  # labelled HTML: a parse failure, a stored page kept
+                junk: Junk = item.junk
+                return self._junk(item, junk, item.junk_digest or "") or self._no_text(item)
             return self._refused(item, f"not HTML ({item.content_type or 'no Content-Type'})")
         if item.prepared is not None:  # the stage middleware had a worker do it
             return self._applied(item, item.prepared.extracted)
@@ -243,15 +281,25 @@ class ExtractPipeline(KcPipeline):
                 engine.close_spider_async(reason=STAGES_FAILED)
             )
 
-    def _applied(self, item: PageItem, extracted: Extracted) -> PageItem | UrlOutcomeItem:
+    def _applied(
+        self, item: PageItem, extracted: Extracted
+    ) -> PageItem | UrlOutcomeItem | FailureItem:
         """Stage 1's result on the item, counted; a failed extraction stores no page (the
-        URL is recorded as refused, and a stored page keeps its record)."""
+        URL is recorded as refused, and a stored page keeps its record), nor does a
+        collapsed one of a stored page, until the same answer repeats over the window."""
         self._count_selector(item, extracted)
         result = extracted.extraction
         if result is None:  # a parse failure never replaces the prior good record
-            self.inc("extract/failed")
             logger.warning("extraction failed for %s: %s", item.final_url, extracted.error)
-            return self._refused(item, f"extraction failed: {extracted.error}")
+            failed = Junk("failed", f"extraction failed: {extracted.error}")
+            digest = answer_digest(failed.kind, extracted.error or "")
+            return self._junk(item, failed, digest) or self._no_text(item)
+        collapsed = self._collapsed(item, result)
+        if collapsed is not None:
+            digest = answer_digest(collapsed.kind, result.markdown)
+            kept = self._junk(item, collapsed, digest)
+            if kept is not None:
+                return kept
         item.title = result.title
         item.content = result.markdown
         item.headings = list(result.headings)
@@ -260,6 +308,146 @@ class ExtractPipeline(KcPipeline):
         item.html = None  # free the body early: nothing after this step needs it
         item.extra = self._checked_extra(item)
         self.inc("extract/ok")
+        return item
+
+    def _key(self, item: PageItem) -> str | None:
+        """The canonical URL of the page that answered (None: it has none)."""
+        prepared = item.prepared
+        if prepared is not None and prepared.canonical_url and prepared.final_url == item.final_url:
+            return str(prepared.canonical_url)
+        source = self.runtime.sources.get(item.source_id)
+        if source is None:
+            return None
+        try:
+            return source.key(item.final_url)
+        except ValueError:
+            return None
+
+    def _stored(self, item: PageItem) -> KnownPage | None:
+        key = self._key(item)
+        return None if key is None else self.runtime.known.get((item.source_id, key))
+
+    def _collapsed(self, item: PageItem, result: Extraction) -> Junk | None:
+        """Whether the extraction of a stored page collapsed (see ``sync.junk``)."""
+        words = result.word_count
+        stored = self._stored(item)
+        if stored is None or (words and words * COLLAPSE_RATIO >= stored.word_count):
+            return None  # the usual case, cheaply
+        signature = collapse_signature(item.html or "", result.title, result.markdown)
+        return page_junk(words=words, stored_words=stored.word_count, signature=signature)
+
+    def _junk(self, item: PageItem, junk: Junk, digest: str) -> UrlOutcomeItem | FailureItem | None:
+        """A junk answer: a URL not stored is refused with its reason; a stored page keeps
+        its content and the answer goes to its retry state with the evidence. None: the
+        same answer came over the window, and is now the page's content (or the stored
+        page has no words to keep: the answer is stored as it is)."""
+        known = self._stored(item)
+        source = self.runtime.sources.get(item.source_id)
+        if known is None or source is None:
+            self._count_failure(junk)
+            logger.info("%s is no page: %s", item.final_url, junk.reason)
+            return self._refused(item, junk.reason)
+        if known.word_count <= 0:  # the stored page says nothing either: nothing to keep
+            self.inc("extract/junk_as_stored")
+            return None
+        failed = self._failures().get(known.key)
+        prior = evidence_from_json(failed.evidence) if failed is not None else ()
+        observed = Observation(
+            item.fetched_at,
+            item.http_status,
+            junk.reason,
+            digest,
+            item.archive_file,
+            item.archive_offset if item.archive_file is not None else None,
+        )
+        decision = observe(
+            prior,
+            observed,
+            missing_after=source.missing_after,
+            missing_window=source.missing_window,
+        )
+        if decision.accept:
+            self.inc("extract/junk_accepted")
+            logger.warning(
+                "%s answered the same since %s (%s): stored as its content",
+                item.final_url,
+                decision.since,
+                junk.reason,
+            )
+            self._failures().pop(known.key, None)
+            return None
+        self._count_failure(junk)
+        try:
+            now = datetime.fromisoformat(item.fetched_at)
+        except ValueError:
+            now = datetime.now(UTC)
+        state = AttemptState(
+            attempts=(failed.attempts if failed is not None and prior else 0) + 1,
+            first_failed_at=(
+                failed.first_failed_at if failed is not None and prior else item.fetched_at
+            ),
+            last_error=f"{PARSE_FAILURE}: {junk.reason}",
+            last_status=item.http_status,
+            next_retry_at=next_retry(
+                decision,
+                now,
+                min_interval=source.min_interval,
+                max_interval=source.max_interval,
+                missing_window=source.missing_window,
+            ),
+        )
+        evidence = evidence_to_json(decision.evidence)
+        self._failures()[known.key] = FetchFailure(
+            known.source_id,
+            known.canonical_url,
+            item.url,
+            failed_at=item.fetched_at,
+            attempts=state.attempts,
+            first_failed_at=state.first_failed_at,
+            last_error=state.last_error,
+            last_status=state.last_status,
+            next_retry_at=state.next_retry_at,
+            depth=item.depth,
+            evidence=evidence,
+        )
+        logger.warning(
+            "%s: %s; its stored content is kept (parse failure %d, next try %s)",
+            item.final_url,
+            junk.reason,
+            state.attempts,
+            state.next_retry_at,
+        )
+        return FailureItem(
+            source_id=known.source_id,
+            canonical_url=known.canonical_url,
+            url=item.url,
+            depth=item.depth,
+            failed_at=item.fetched_at,
+            status=item.http_status,
+            error=PARSE_FAILURE,
+            action=Action.RETRY.value,
+            state=state,
+            evidence=evidence,
+        )
+
+    def _failures(self) -> dict[tuple[str, str], FetchFailure]:
+        if self._failed is None:
+            self._failed = {f.key: f for f in self.runtime.failed}
+        return self._failed
+
+    def _count_failure(self, junk: Junk) -> None:
+        self.inc("extract/failed")  # the run's parse_failures
+        self.inc(f"extract/junk/{junk.kind}")
+
+    def _no_text(self, item: PageItem) -> PageItem:
+        """A junk answer accepted as a stored page's content: the page says nothing now."""
+        item.title = None
+        item.content = ""
+        item.headings = []
+        item.word_count = 0
+        item.language = None
+        item.html = None
+        item.extra = {}
         return item
 
     def _refused(self, item: PageItem, reason: str) -> UrlOutcomeItem:

@@ -80,6 +80,7 @@ from knowledge_crawler.store import (
     Touch,
     UpsertResult,
     UrlOutcome,
+    new_batch_id,
 )
 from knowledge_crawler.store.rescue import rescue_path, write_rescue
 from knowledge_crawler.sync.deletion import PageStatus, evidence_to_json, next_check, on_response
@@ -205,6 +206,10 @@ class StorePipeline(KcPipeline):
         self._shared = False
         #: duplicate links waiting for their page or representative to be stored, by page
         self._waiting: dict[Key, DuplicateUpdate] = {}
+        #: the batch a failed flush left (its operations, its id, and how many of the first
+        #: operations in memory it holds): the last try at close writes it again under the
+        #: same id, so that a batch whose COMMIT may have succeeded is not applied twice
+        self._unsettled: tuple[list[Operation], str, int] | None = None
 
     async def open_spider(self) -> None:
         self._shared = bool(getattr(self.crawler.spider, "shared_frontier", False))
@@ -289,6 +294,7 @@ class StorePipeline(KcPipeline):
                     needs_review=item.action == "review",
                     depth=item.depth,
                     settled=final,
+                    evidence=item.evidence or "[]",
                 )
             )
         known = self.runtime.known.get((item.source_id, item.canonical_url))
@@ -468,11 +474,13 @@ class StorePipeline(KcPipeline):
             waiting, self._waiting = self._waiting, {}
             started = time.monotonic()
             batch = self._ops[:n] + list(waiting.values())
+            batch_id = new_batch_id()  # one id for every try of this batch
             try:
-                result = await self._write_retrying(batch)
+                result = await self._write_retrying(batch, batch_id)
             except Exception as exc:
                 for key, update in waiting.items():  # newer decisions came in meanwhile
                     self._waiting.setdefault(key, update)
+                self._unsettled = (batch, batch_id, n)
                 self._fail(exc, time.monotonic() - started)
                 return
             del self._ops[:n]
@@ -505,7 +513,7 @@ class StorePipeline(KcPipeline):
             self._waiting[update.key] = update
         self.inc("store/links_resolved", sum(1 for key in sent if key not in self._waiting))
 
-    async def _write(self, ops: Sequence[Operation]) -> UpsertResult:
+    async def _write(self, ops: Sequence[Operation], batch_id: str) -> UpsertResult:
         loop = asyncio.get_running_loop()
         run_id = self.runtime.run_id
         store = self.runtime.store
@@ -513,17 +521,19 @@ class StorePipeline(KcPipeline):
 
         def write() -> UpsertResult:
             runtime.check_lease()  # a crawl that lost its writer lease writes no more
-            return store.write(ops, run_id=run_id)
+            return store.write(ops, run_id=run_id, batch_id=batch_id)
 
         return await loop.run_in_executor(self._writer, write)
 
-    async def _write_retrying(self, ops: Sequence[Operation]) -> UpsertResult:
+    async def _write_retrying(self, ops: Sequence[Operation], batch_id: str) -> UpsertResult:
+        """Write ``ops``, retrying transient errors whole under the same ``batch_id``: a
+        batch whose COMMIT failed but took effect is then not applied again."""
         deadline = time.monotonic() + self.retry_seconds
         delay = _FIRST_DELAY
         warned = 0.0
         while True:
             try:
-                return await self._write(ops)
+                return await self._write(ops, batch_id)
             except TransientStoreError as exc:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -636,18 +646,23 @@ class StorePipeline(KcPipeline):
 
     async def _last_try(self) -> None:
         n = len(self._ops)
-        ops = self._ops[:n]
         try:
-            result = await self._write(ops)
+            if self._unsettled is not None:  # the failed batch first, under its own id
+                batch, batch_id, held = self._unsettled
+                result = await self._write(batch, batch_id)
+                self._unsettled = None
+                del self._ops[:held]
+                n -= held
+                self._count(result)
+            if n:
+                result = await self._write(self._ops[:n], new_batch_id())
+                del self._ops[:n]
+                self._count(result)
         except Exception as exc:
             logger.warning("store: still cannot write: %s", " ".join(str(exc).split()))
-            self._rescue(ops)
+            self._rescue(self._ops[:])
             return
-        del self._ops[:n]
-        self._count(result)
-        logger.warning(
-            "store: the database is back: the %d operations kept in memory are stored", n
-        )
+        logger.warning("store: the database is back: the operations kept in memory are stored")
 
     def _rescue(self, ops: Sequence[Operation]) -> None:
         """Write what could not be stored to a file beside the database (0600), where the

@@ -55,6 +55,7 @@ from knowledge_crawler.items import FailureItem, NotModifiedItem, PageItem, UrlO
 from knowledge_crawler.sources import Source, resolve_seeds
 from knowledge_crawler.spiders._discovery import DiscoveryMixin
 from knowledge_crawler.store import KnownPage, utc_now
+from knowledge_crawler.sync.junk import answer_digest, body_junk
 from knowledge_crawler.sync.retry import AttemptState, limit_kind
 from knowledge_crawler.transform.canonical import canonical_url, fetch_url
 from knowledge_crawler.transform.extract import decode_html, looks_like_html
@@ -723,13 +724,12 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
                     return
                 seen.add(key)
         content_type = _header(response, "Content-Type")
-        is_html = (
-            isinstance(response, HtmlResponse)
-            or (
-                isinstance(response, TextResponse)
-                and (content_type or "").lower().encode().startswith(_HTML_TYPES)
-            )
-        ) and looks_like_html(response.body[:4096])  # not binary or gzip labelled text/html
+        labelled_html = isinstance(response, HtmlResponse) or (
+            isinstance(response, TextResponse)
+            and (content_type or "").lower().encode().startswith(_HTML_TYPES)
+        )
+        # not empty, binary or gzip labelled text/html
+        is_html = labelled_html and looks_like_html(response.body[:4096])
         extra = self._extra_fields(response) if is_html else {}
         # The links of a page are read wherever the source follows links, the depth limit
         # included: the ones past it are recorded (a deeper crawl later takes them from
@@ -765,6 +765,9 @@ class KnowledgeSpider(DiscoveryMixin, scrapy.Spider):
             content_selector=self.content_selector if is_html else None,
             extra=extra,
         )
+        if labelled_html and not is_html:  # junk: extract judges it (a parse failure)
+            item.junk = body_junk(response.body, content_type)
+            item.junk_digest = answer_digest(item.junk.kind, response.body)
         if item.html is not None:
             # what the page's rel=canonical names, for dedupe (a regex over its head)
             canonical = canonical_link(item.html, response.url)

@@ -26,6 +26,7 @@ from knowledge_crawler.store.base import (
     UpsertResult,
     UrlOutcome,
     display_url,
+    new_batch_id,
     record_dict,
     utc_now,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "UpsertResult",
     "UrlOutcome",
     "display_url",
+    "new_batch_id",
     "open_store",
     "record_dict",
     "utc_now",

@@ -185,17 +185,19 @@ WHERE source_id = :source_id AND canonical_url = :canonical_url
 FAILURE = """
 INSERT INTO fetch_attempts (
     source_id, canonical_url, url, depth, attempts, first_failed_at, last_failed_at,
-    last_error, last_status, next_retry_at, dead_lettered_at, needs_review, run_id
+    last_error, last_status, next_retry_at, dead_lettered_at, needs_review, run_id, evidence
 ) VALUES (
     :source_id, :canonical_url, :url, :depth, :attempts, :first_failed_at, :failed_at,
-    :last_error, :last_status, :next_retry_at, :dead_lettered_at, :needs_review, :run_id
+    :last_error, :last_status, :next_retry_at, :dead_lettered_at, :needs_review, :run_id,
+    :evidence
 )
 ON CONFLICT (source_id, canonical_url) DO UPDATE SET
     url = excluded.url, depth = excluded.depth, attempts = excluded.attempts,
     first_failed_at = excluded.first_failed_at, last_failed_at = excluded.last_failed_at,
     last_error = excluded.last_error, last_status = excluded.last_status,
     next_retry_at = excluded.next_retry_at, dead_lettered_at = excluded.dead_lettered_at,
-    needs_review = excluded.needs_review, run_id = excluded.run_id
+    needs_review = excluded.needs_review, run_id = excluded.run_id,
+    evidence = excluded.evidence
 """
 
 # A stored page's status moves; its content stays. Checked now, not seen. Its URL's

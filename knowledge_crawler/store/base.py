@@ -15,6 +15,7 @@ commit ahead of them.
 from __future__ import annotations
 
 import abc
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -45,6 +46,7 @@ __all__ = [
     "UpsertResult",
     "UrlOutcome",
     "display_url",
+    "new_batch_id",
     "record_dict",
     "utc_now",
 ]
@@ -82,6 +84,11 @@ STORE_COUNTERS: tuple[str, ...] = (
     "tombstones_created",
     "quarantined",
 )
+
+
+def new_batch_id() -> str:
+    """A batch id (:meth:`Store.write`) no other batch of any writer has."""
+    return uuid.uuid4().hex
 
 
 def utc_now() -> str:
@@ -272,6 +279,10 @@ class FetchFailure:
     needs_review: bool = False
     depth: int = 0
     settled: bool = False
+    #: the observations behind a parse failure (a junk 200 of a stored page, as
+    #: ``sync.junk`` writes them: times, reasons, digests, archive locations), JSON text;
+    #: ``[]`` for a fetch that failed
+    evidence: str = "[]"
 
     @property
     def key(self) -> tuple[str, str]:
@@ -333,6 +344,8 @@ class KnownPage:
     status: str = "active"
     status_reason: str | None = None
     status_evidence: str = "[]"
+    #: the stored content's words (what a junk answer is measured against)
+    word_count: int = 0
 
     @property
     def key(self) -> tuple[str, str]:
@@ -480,7 +493,13 @@ class Store(abc.ABC):
     url: str
 
     @abc.abstractmethod
-    def write(self, operations: Sequence[Operation], *, run_id: int | None = None) -> UpsertResult:
+    def write(
+        self,
+        operations: Sequence[Operation],
+        *,
+        run_id: int | None = None,
+        batch_id: str | None = None,
+    ) -> UpsertResult:
         """Apply ``operations`` in order, in one transaction.
 
         Touches move only times, validators and the next check of a stored page
@@ -510,7 +529,10 @@ class Store(abc.ABC):
         :class:`~knowledge_crawler.errors.TransientStoreError` when the
         condition may pass (locked, busy, I/O, full) or another
         :class:`~knowledge_crawler.errors.StoreError`. The caller keeps the
-        batch and may retry it whole.
+        batch and may retry it whole, with the same ``batch_id``: a batch whose
+        COMMIT failed and yet committed (a connection lost while the answer was
+        on its way) is not applied again, its first result is returned (None:
+        an id of its own, so the store can still tell at once).
         """
 
     @abc.abstractmethod

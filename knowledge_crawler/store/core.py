@@ -8,9 +8,12 @@ runs of one kind. A run of page records is planned against the rows as stored
 move gets its metadata rewritten and keeps its content, one whose hash moved has its
 content kept as a version first. The dialect writes the plan in bulk. A record the
 database refuses sends the batch back, to be applied again with each record in a
-savepoint (:meth:`SqlStore._isolate`): the offenders are quarantined with their error,
+savepoint (:meth:`SqlStore._attempt`): the offenders are quarantined with their error,
 the rest load, in one transaction. Any other error is the database's: nothing of the
-batch is written and the error says whether it may pass.
+batch is written and the error says whether it may pass. Where a failed COMMIT may yet
+have committed (PostgreSQL: the answer lost with the connection), each batch records
+its id in its own transaction (``applied_batches``), and a retry of the batch reads it
+before applying anything: no batch is applied twice, no run counter moves twice.
 
 Reading then writing a page is safe because no other writer touches it in between:
 SQLite admits one writer at a time; on PostgreSQL a transaction first claims every
@@ -23,12 +26,13 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import fields
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from knowledge_crawler.errors import StoreError
+from knowledge_crawler.errors import StoreError, TransientStoreError
 from knowledge_crawler.store import _sql
 from knowledge_crawler.store._report import (
     export_page,
@@ -54,6 +58,7 @@ from knowledge_crawler.store.base import (
     Touch,
     UpsertResult,
     UrlOutcome,
+    new_batch_id,
     record_dict,
     utc_now,
 )
@@ -63,7 +68,15 @@ from knowledge_crawler.store.leases import Lease, LeaseHolder, expiry
 #: why a duplicate update was not applied: it was decided with a record left out as stale
 STORED_SINCE_READ = "its page was stored anew since it was read"
 
+#: how long ``applied_batches`` keeps a batch's id: far longer than any retry of a batch
+#: waits (``KC_STORE_RETRY_SECONDS``, then one last try at close)
+APPLIED_BATCHES_KEPT = timedelta(days=1)
+#: prune ``applied_batches`` at most this often (seconds), in a batch's transaction
+_PRUNE_EVERY = 600.0
+
+
 __all__ = [
+    "APPLIED_BATCHES_KEPT",
     "SqlStore",
     "claims",
     "outlink_rows",
@@ -239,6 +252,11 @@ class SqlStore(Store):
         self.db = dialect
         self.url = dialect.url
         self._priors_sql = _PRIORS.format(passage_ids=dialect.passage_ids, keys="{keys}")
+        #: batches whose COMMIT failed in a way that may have committed, with what they
+        #: did: the next write of the same batch id reads ``applied_batches`` first
+        self._uncertain: dict[str, UpsertResult] = {}
+        #: when ``applied_batches`` was last pruned (monotonic seconds; None: not yet)
+        self._pruned: float | None = None
 
     @contextlib.contextmanager
     def _guard(self, what: str) -> Iterator[None]:
@@ -261,42 +279,110 @@ class SqlStore(Store):
 
     # -- writes ---------------------------------------------------------------------
 
-    def write(self, operations: Sequence[Operation], *, run_id: int | None = None) -> UpsertResult:
+    def write(
+        self,
+        operations: Sequence[Operation],
+        *,
+        run_id: int | None = None,
+        batch_id: str | None = None,
+    ) -> UpsertResult:
         if not operations:
             return UpsertResult()
         db = self.db
-        claimed = claims(operations) if db.concurrent_writers else ()
+        batch = batch_id or new_batch_id()
+        claimed: list[str] = []
+        if db.concurrent_writers:
+            claimed = claims(operations)
+            if db.uncertain_commits:  # two tries of one batch never overlap (see _attempt)
+                claimed = sorted([*claimed, f"batch\n{batch}"])
         with db.lock, self._guard("cannot write to"):
             try:
-                with db.transaction(claimed):
-                    result = UpsertResult()
-                    self._apply_operations(operations, result, run_id, bad=None)
-                    self._count_run(run_id, result)
-                    return result
+                return self._attempt(operations, run_id, claimed, batch, isolate=False)
             except db.bad_record_errors:
                 pass  # a record the database refuses: find it, below
-            return self._isolate(operations, run_id, claimed)
+            return self._attempt(operations, run_id, claimed, batch, isolate=True)
 
-    def _isolate(
-        self, operations: Sequence[Operation], run_id: int | None, claimed: Sequence[str]
+    def _attempt(
+        self,
+        operations: Sequence[Operation],
+        run_id: int | None,
+        claimed: Sequence[str],
+        batch: str,
+        *,
+        isolate: bool,
     ) -> UpsertResult:
-        """Apply the batch again, each record in a savepoint, all in one transaction.
+        """Apply the batch in one transaction; with ``isolate``, each record in a savepoint.
 
-        A record the database refuses is rolled back to its savepoint and goes to
-        ``quarantine``; the others load. Duplicate updates whose page and
-        representative are stored apply, touches and checkpoints too, the
-        quarantine rows are written and the run's counters moved, in the same
-        transaction: it commits whole or not at all, so a retry after any failure
-        writes each row once.
+        Isolating, a record the database refuses is rolled back to its savepoint and goes
+        to ``quarantine``; the others load. Duplicate updates whose page and representative
+        are stored apply, touches and checkpoints too, the quarantine rows are written and
+        the run's counters moved, in the same transaction: it commits whole or not at all,
+        so a retry after any failure writes each row once.
+
+        Where a COMMIT that fails may have committed (``Dialect.uncertain_commits``: the
+        connection lost while the server's answer was on its way), the batch records its
+        id (``applied_batches``) in its transaction. After such a failure the id is looked
+        up at once on a new connection: found, the batch is done and its result returned;
+        else (or when the lookup fails too) the transient error goes on and the result is
+        kept, and the caller's retry of the same ``batch_id`` looks again in its own
+        transaction, after its claims (the batch's own among them: a commit still under way
+        on the server finishes first). So no batch is applied twice and its counters move
+        once.
         """
+        db = self.db
         result = UpsertResult()
         bad: list[tuple[PageRecord, str]] = []
-        with self.db.transaction(claimed):
-            self._apply_operations(operations, result, run_id, bad=bad)
-            for rec, error in bad:
-                self._quarantine(rec, error, run_id)
-            self._count_run(run_id, result)
+        done = False  # the transaction's body ran: an error now is COMMIT's
+        applied_before = False
+        try:
+            with db.transaction(claimed):
+                if batch in self._uncertain and self._applied(batch):
+                    applied_before = True  # committed after all: nothing to do
+                else:
+                    self._apply_operations(operations, result, run_id, bad=bad if isolate else None)
+                    for rec, error in bad:
+                        self._quarantine(rec, error, run_id)
+                    self._count_run(run_id, result)
+                    if db.uncertain_commits:
+                        self._record_batch(batch, run_id)
+                    done = True
+        except db.errors as exc:
+            uncertain = done and db.uncertain_commits
+            if not (uncertain and isinstance(db.error(exc, ""), TransientStoreError)):
+                raise
+            self._uncertain[batch] = result
+            try:
+                applied = self._applied(batch)
+            except db.errors:
+                raise exc from None  # still uncertain: the retry looks again
+            if not applied:
+                raise
+            return self._uncertain.pop(batch)
+        if applied_before:
+            return self._uncertain.pop(batch)
+        self._uncertain.pop(batch, None)  # looked up and not applied: applied now
         return result
+
+    def _applied(self, batch: str) -> bool:
+        """Whether ``applied_batches`` records the batch as committed."""
+        row = self.db.execute(
+            "SELECT 1 FROM applied_batches WHERE batch_id = ?", (batch,)
+        ).fetchone()
+        return row is not None
+
+    def _record_batch(self, batch: str, run_id: int | None) -> None:
+        """Record the batch as applied, in its transaction; now and then, forget the ones
+        older than :data:`APPLIED_BATCHES_KEPT` (no retry waits that long)."""
+        now = utc_now()
+        self.db.execute(
+            "INSERT INTO applied_batches (batch_id, run_id, applied_at) VALUES (?, ?, ?)",
+            (batch, run_id, now),
+        )
+        clock = time.monotonic()
+        if self._pruned is None or clock - self._pruned >= _PRUNE_EVERY:
+            self._pruned = clock
+            cutoff = (datetime.now(UTC) - APPLIED_BATCHES_KEPT).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            self.db.execute("DELETE FROM applied_batches WHERE applied_at < ?", (cutoff,))
 
     def _apply_operations(
         self,
@@ -542,6 +628,7 @@ class SqlStore(Store):
                     "dead_lettered_at": f.dead_lettered_at,
                     "needs_review": int(f.needs_review),
                     "run_id": run_id,
+                    "evidence": f.evidence,
                 }
                 for f in failures
             ],
@@ -1038,7 +1125,7 @@ class SqlStore(Store):
         sql = (
             "SELECT source_id, canonical_url, final_url, etag, last_modified, content_hash, "
             "depth, check_interval, last_changed_at, next_check_at, status, status_reason, "
-            f"status_evidence FROM page_meta WHERE source_id {fragment} "
+            f"status_evidence, word_count FROM page_meta WHERE source_id {fragment} "
             "ORDER BY next_check_at IS NOT NULL, next_check_at, id"
         )
         # streamed: a crawl of a million stored pages never holds their rows at once
@@ -1057,8 +1144,8 @@ class SqlStore(Store):
     def fetch_attempts(self, source_ids: Sequence[str]) -> list[FetchFailure]:
         rows = self._of_sources(
             "SELECT source_id, canonical_url, url, last_failed_at, attempts, first_failed_at, "
-            "last_error, last_status, next_retry_at, dead_lettered_at, needs_review, depth "
-            "FROM fetch_attempts WHERE source_id {sources} "
+            "last_error, last_status, next_retry_at, dead_lettered_at, needs_review, depth, "
+            "evidence FROM fetch_attempts WHERE source_id {sources} "
             "ORDER BY next_retry_at IS NULL, next_retry_at, {tiebreak}",
             source_ids,
             "cannot read the retry state of",
@@ -1077,6 +1164,7 @@ class SqlStore(Store):
                 dead_lettered_at=row[9],
                 needs_review=bool(row[10]),
                 depth=row[11],
+                evidence=row[12],
             )
             for row in rows
         ]

@@ -110,6 +110,11 @@ class Dialect(abc.ABC):
     #: several write transactions may run at once: each claims what it writes first
     #: (``claims`` of :meth:`transaction`); False where the database admits one writer
     concurrent_writers: bool
+    #: a COMMIT that fails may still have committed (the answer lost on its way from a
+    #: server): each batch then records its id in its own transaction, and a retry after
+    #: such a failure reads it first (``core.SqlStore.write``). False where a failed
+    #: COMMIT surely committed nothing
+    uncertain_commits: bool
     #: a page's (``m``) passage ids, in order, comma-separated
     passage_ids: str
     #: the canonical URLs of a group of pages, space-separated (``stats``)

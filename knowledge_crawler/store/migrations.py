@@ -578,6 +578,28 @@ CREATE TABLE outlinks (
     "CREATE INDEX idx_outlinks_to ON outlinks (source_id, to_url)",
 )
 
+# Parse failures (a junk 200 of a stored page: empty, binary, an error page) are kept with
+# the page's retry state; their evidence is JSON text (``sync.junk``): each observation's
+# time, status, reason, the answer's digest and where its response is archived.
+_FAILURE_EVIDENCE: tuple[str, ...] = (
+    "ALTER TABLE fetch_attempts ADD COLUMN evidence TEXT NOT NULL DEFAULT '[]'",
+)
+
+# The batches a store has committed, by id, written in each batch's own transaction where
+# a commit can be uncertain (PostgreSQL: the connection may be lost while COMMIT's answer
+# is on its way): a retry of the batch reads it before applying it again. Rows older than
+# a day are pruned (``core.APPLIED_BATCHES_KEPT``).
+_APPLIED_BATCHES: tuple[str, ...] = (
+    """
+CREATE TABLE applied_batches (
+    batch_id    TEXT PRIMARY KEY,
+    run_id      INTEGER,
+    applied_at  TEXT NOT NULL
+)
+""",
+    "CREATE INDEX idx_applied_batches_at ON applied_batches (applied_at)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "0001_pages_runs_quarantine",
@@ -622,6 +644,8 @@ MIGRATIONS: tuple[Migration, ...] = (
         ("CREATE INDEX idx_frontier_scan ON frontier (source_id, depth, canonical_url)",),
     ),
     Migration("0015_outlinks", _OUTLINKS),
+    Migration("0016_fetch_attempts_evidence", _FAILURE_EVIDENCE),
+    Migration("0017_applied_batches", _APPLIED_BATCHES),
 )
 
 

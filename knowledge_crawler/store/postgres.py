@@ -289,6 +289,8 @@ class PostgresDialect(Dialect):
     errors = (psycopg.Error,)
     bad_record_errors = BAD_RECORD_ERRORS
     concurrent_writers = True
+    # the server may commit and the connection drop before its answer arrives
+    uncertain_commits = True
     passage_ids = (
         "(SELECT string_agg(p.id, ',' ORDER BY p.ord) FROM passages p WHERE p.page_id = m.id)"
     )

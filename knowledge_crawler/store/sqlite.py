@@ -191,6 +191,11 @@ class SqliteDialect(Dialect):
     errors = (sqlite3.Error,)
     bad_record_errors = BAD_RECORD_ERRORS
     concurrent_writers = False  # BEGIN IMMEDIATE takes the file's one write lock
+    # COMMIT is a call into the library on this process's own file: when it raises, the
+    # transaction is rolled back (see transaction), never committed with its answer lost;
+    # a process killed meanwhile loses its batch from memory along with the question.
+    # So no batch records its id here (applied_batches stays empty).
+    uncertain_commits = False
     passage_ids = (
         "(SELECT group_concat(id, ',') FROM "
         "(SELECT id FROM passages p WHERE p.page_id = m.id ORDER BY ord))"

@@ -138,6 +138,9 @@ timeout.
   ``/faults/`` (whatever its query) until removed or reset; 200 serves the article-like page.
   A stored page re-crawled after ``status=404`` ends ``suspected_missing``, after
   ``status=410`` ``tombstoned``, and ``active`` again once it answers 200.
+  ``status=200&answer=empty`` (or ``binary``: 256 KiB of random bytes, or ``error``: a
+  short "Something went wrong" page), all labelled ``text/html``, answers that junk 200
+  instead of the page: a stored page keeps its content, the answer is a parse failure.
 * ``/faults/loop-a`` -> 302 ``/faults/loop-b`` -> 302 ``/faults/loop-a`` ... ->
   ``dead_lettered``.  ``/faults/chain/N`` answers 301 to ``/faults/chain/N-1`` (N <= 9999)
   and ``/faults/chain/0`` the article-like page; the index links ``/faults/chain/20`` (20
@@ -483,13 +486,18 @@ class TestSite:
         """
         self._control("reset")
 
-    def fault(self, path: str, status: int) -> dict[str, int]:
+    def fault(self, path: str, status: int, answer: str | None = None) -> dict[str, int]:
         """Force ``status`` (200, 404 or 410) on the fault path ``path`` (``/faults/...``).
 
         Every query of that path gets it until :meth:`reset` or ``status=0`` removes it; 200
-        serves an article-like page.  Returns every forced status by path.
+        serves an article-like page, or with ``answer`` junk labelled text/html: ``empty``
+        (no body), ``binary`` (256 KiB of random bytes) or ``error`` (a short error page).
+        Returns every forced status by path.
         """
-        result = self._control("fault", path=path, status=status)
+        args: dict[str, Any] = {"path": path, "status": status}
+        if answer is not None:
+            args["answer"] = answer
+        result = self._control("fault", **args)
         return cast(dict[str, int], result["overrides"])
 
     def slow(self, path_prefix: str, seconds: float) -> dict[str, float]:

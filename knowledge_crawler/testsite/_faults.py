@@ -55,6 +55,11 @@ PRIVATE_TARGETS: Final = (
 )
 PRIVATE_REDIRECT: Final = "http://169.254.169.254/"
 AFTER_FLIP: Final = {"200": ACTIVE, "404": SUSPECTED, "410": TOMBSTONED}
+#: what a forced 200 may answer instead of the article-like page (``/__control/fault``'s
+#: ``answer``): junk a crawler must not take for the page's new content
+ANSWERS: Final = ("empty", "binary", "error")
+#: the size of the ``binary`` answer: random bytes labelled text/html
+JUNK_BINARY_BYTES: Final = 256 * 1024
 
 _REASONS: Final = {
     401: ("Unauthorized", "Sign in to read this page."),
@@ -247,7 +252,8 @@ def _cases() -> tuple[Case, ...]:
             "deletion",
             "/faults/doc/alpha",
             "200 with an article-like page (any /faults/doc/NAME does) until flipped with "
-            "POST /__control/fault?path=/faults/doc/alpha&status=404|410",
+            "POST /__control/fault?path=/faults/doc/alpha&status=404|410, or with "
+            "status=200&answer=empty|binary|error to a junk 200",
             (200,),
             ACTIVE,
             "an ordinary page; flip it between crawls to test deletions (after_flip)",
@@ -520,6 +526,9 @@ class Faults:
         self._early: dict[str, int] = {}
         #: bare path -> status forced by /__control/fault
         self._overrides: dict[str, int] = {}
+        #: bare path -> the junk a forced 200 answers instead of the page (ANSWERS)
+        self._answers: dict[str, str] = {}
+        self._junk_binary: bytes | None = None
         self._build_lock = threading.Lock()
         self._bombs: dict[int, bytes] = {}
         self._deep: dict[int, bytes] = {}
@@ -566,6 +575,9 @@ class Faults:
         with self._lock:
             n = self._hits[key] = self._hits.get(key, 0) + 1
             override = self._overrides.get(path)
+            answer = self._answers.get(path)
+        if answer is not None:
+            return self._junk_reply(answer)
         if override is not None:
             return self._article_reply(path) if override == 200 else self._error(override)
         for pattern, handler in self._routes:
@@ -575,19 +587,32 @@ class Faults:
         return self._error(404)
 
     def override(self, req: Request) -> dict[str, int]:
-        """``/__control/fault?path=/faults/...&status=200|404|410|0`` (0 removes it)."""
+        """``/__control/fault?path=/faults/...&status=200|404|410|0`` (0 removes it); with
+        ``status=200``, ``answer=empty|binary|error`` answers that junk instead of the page
+        (an empty body, 256 KiB of random bytes, a short error page; all ``text/html``)."""
         path = req.arg("path", "") or ""
         if not path.startswith(FAULT_INDEX) or "?" in path or "#" in path:
             raise BadRequest("path must be a bare path under /faults/ (no query)")
         raw = req.arg("status", "") or ""
         if raw not in ("0", "200", "404", "410"):
             raise BadRequest("status must be 200, 404, 410 or 0 (remove the override)")
+        answer = req.arg("answer")
+        if answer is not None and (raw != "200" or answer not in ANSWERS):
+            raise BadRequest(f"answer must be one of {', '.join(ANSWERS)}, with status=200")
         with self._lock:
+            self._answers.pop(path, None)
             if raw == "0":
                 self._overrides.pop(path, None)
             else:
                 self._overrides[path] = int(raw)
+                if answer is not None:
+                    self._answers[path] = answer
             return dict(sorted(self._overrides.items()))
+
+    def answers(self) -> dict[str, str]:
+        """The junk answers forced by ``/__control/fault``, by path."""
+        with self._lock:
+            return dict(sorted(self._answers.items()))
 
     def reset(self) -> None:
         """Forget every counter, 429 deadline and override."""
@@ -596,6 +621,7 @@ class Faults:
             self._limits.clear()
             self._early.clear()
             self._overrides.clear()
+            self._answers.clear()
 
     def hits(self) -> dict[str, int]:
         """Requests per target (path plus sorted query) since the last reset, sorted."""
@@ -649,6 +675,20 @@ class Faults:
             + "\n</article>"
         )
         return _page(title, main).encode()
+
+    def _junk_reply(self, answer: str) -> Reply:
+        """A 200 labelled text/html that is no page: ``empty``, ``binary`` or ``error``."""
+        if answer == "empty":
+            return Reply(200, b"", headers={"Cache-Control": "no-cache"})
+        if answer == "binary":
+            with self._build_lock:
+                if self._junk_binary is None:
+                    rng = random.Random(f"{self.seed}:junk-binary")
+                    self._junk_binary = rng.randbytes(JUNK_BINARY_BYTES)
+                body = self._junk_binary
+            return Reply(200, body, headers={"Cache-Control": "no-cache"})
+        page = _page("Error", "<h1>Something went wrong</h1>\n<p>Please try again later.</p>")
+        return Reply(200, page.encode(), headers={"Cache-Control": "no-cache"})
 
     def _article_reply(self, path: str) -> Reply:
         return Reply(200, self._article(path), headers={"Cache-Control": "no-cache"})

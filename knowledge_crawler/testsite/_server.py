@@ -563,7 +563,10 @@ class SiteApp:
         return self._json_reply(self.manifest())
 
     def _route_fault_control(self, req: Request, match: re.Match[str]) -> Reply:
-        return self._json_reply({"ok": True, "overrides": self.faults.override(req)})
+        overrides = self.faults.override(req)
+        return self._json_reply(
+            {"ok": True, "overrides": overrides, "answers": self.faults.answers()}
+        )
 
     def _route_control(self, req: Request, match: re.Match[str]) -> Reply:
         action = match.group("action")

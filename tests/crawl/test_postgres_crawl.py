@@ -59,3 +59,30 @@ async def test_a_crawl_into_postgresql_stores_what_a_crawl_into_sqlite_does(
     sqlite_run, postgres_run = last_run(db_url), run_row(postgres_url)
     assert {c: postgres_run[c] for c in counters} == {c: sqlite_run[c] for c in counters}
     assert postgres_run["outcome"] == "finished"
+
+
+@coroutine_test
+async def test_a_batch_whose_commit_was_lost_counts_once_in_its_run(
+    site: TestSite, postgres_url: str, tmp_path: Path
+) -> None:
+    """The COMMIT of the first batch that stores pages reaches the server, which commits,
+    and the connection is cut before its answer (``tests.pg_proxy``); asking at once
+    whether it committed fails too (the next connection is refused). The store pipeline
+    keeps the batch and retries it under the same id: the retry finds it applied and takes
+    its result, so the run's counters tell each page once."""
+    from tests.pg_proxy import CommitCutter
+
+    settings = {"KC_ARCHIVE_DIR": str(tmp_path / "archive"), "KC_STORE_BATCH_SIZE": 10}
+    with CommitCutter(postgres_url) as cutter:
+        url = cutter.url(postgres_url)
+        open_store(url).close()  # migrated before the crawl, whose COMMITs are watched
+        cutter.arm(after=b"COPY page_content", refuse=1)  # the first batch with new pages
+        crawler = await run_crawl(url, settings, seeds=site.url)
+        assert (cutter.cuts, cutter.refused) == (1, 1)
+    stats = crawler.stats.get_stats()
+    assert stats["kc/store/retries"] >= 1
+    pages = stored(postgres_url)
+    run = run_row(postgres_url)
+    assert run["pages_new"] == len(pages) == stats["kc/store/inserted"]
+    assert run["upserts_completed"] == len(pages)
+    assert run["responses_200_unchanged"] == 0

@@ -37,6 +37,34 @@ def test_a_failure_is_kept_apart_from_content_and_cleared_by_a_fetch(store: Stor
     assert store.fetch_attempts(["s"]) == []
 
 
+def test_a_parse_failure_keeps_its_evidence_and_the_page_its_words(store: Store) -> None:
+    """A junk 200 of a stored page: its observations (JSON text) are kept with the retry
+    state and read back; the page's stored word count is what it is measured against."""
+    store.write([rec(1, "four words of text")])
+    evidence = (
+        '[{"at":"2026-01-02T00:00:00Z","status":200,"reason":"empty body served as text/html",'
+        '"digest":"d","archive_file":"kc-1.warc.gz","archive_offset":512}]'
+    )
+    store.write(
+        [
+            failure(
+                last_error="parse failure: empty body served as text/html",
+                last_status=200,
+                next_retry_at=T2,
+                evidence=evidence,
+            ),
+            failure(2, last_error="http_503", last_status=503, next_retry_at=T2),
+        ]
+    )
+    by_key = {f.key: f for f in store.fetch_attempts(["s"])}
+    assert by_key[KEY].evidence == evidence
+    assert by_key[("s", "https://example.com/p2")].evidence == "[]"  # a failed fetch: none
+    [known] = store.known_pages(["s"])
+    assert known.word_count == 4
+    store.write([rec(1, "four words of text", at=T2)])  # the page again: settled
+    assert [f.key for f in store.fetch_attempts(["s"])] == [("s", "https://example.com/p2")]
+
+
 def test_dead_letters_and_review_are_listed_and_settle_the_frontier(store: Store) -> None:
     store.write(
         [

@@ -1224,6 +1224,31 @@ def test_fault_control_flips_a_page_between_200_and_404_or_410(site: TestSite) -
     assert site.fetch("/__control/fault?path=/faults/gone&status=404").status == 405
 
 
+def test_fault_control_switches_a_page_to_a_junk_200_and_back(site: TestSite) -> None:
+    path = "/faults/doc/alpha"
+    page = site.fetch(path)
+    assert site.fault(path, 200, "empty") == {path: 200}
+    empty = site.fetch(path)
+    assert (empty.status, empty.body) == (200, b"")
+    assert empty.headers["Content-Type"].startswith("text/html")
+    site.fault(path, 200, "binary")
+    binary = site.fetch(path)
+    assert binary.status == 200 and len(binary.body) == 256 * 1024
+    assert binary.headers["Content-Type"].startswith("text/html") and b"\x00" in binary.body
+    assert site.fetch(path).body == binary.body  # the same answer each time
+    site.fault(path, 200, "error")
+    error = site.fetch(path)
+    assert error.status == 200 and "Something went wrong" in error.text
+    assert site.fault(path, 200) == {path: 200}  # no answer: the page again
+    assert site.fetch(path).body == page.body
+    site.fault(path, 200, "empty")
+    site.reset()
+    assert site.fetch(path).body == page.body
+    for bad in ("status=404&answer=empty", "status=200&answer=nonsense"):
+        reply = site.fetch(f"/__control/fault?path={path}&{bad}", method="POST")
+        assert reply.status == 400, bad
+
+
 def test_redirect_loop_and_long_chain(site: TestSite) -> None:
     a = site.fetch("/faults/loop-a")
     assert a.status == 302 and fault_path(site, a.headers["Location"]) == "/faults/loop-b"
