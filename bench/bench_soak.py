@@ -41,6 +41,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -103,8 +104,8 @@ def program(pid: int) -> str:
     try:
         argv = (Path(f"/proc/{pid}") / "cmdline").read_bytes().split(b"\0")
     except OSError:
-        return "?"
-    return " ".join(a.decode(errors="replace") for a in argv[:3])[:120]
+        return ""
+    return " ".join(a.decode(errors="replace") for a in argv[:3] if a)[:120]
 
 
 def soak_pids(mark: str) -> tuple[set[int], set[int]]:
@@ -145,6 +146,20 @@ def runs(db: Path) -> dict[str, int]:
     return {outcome: n for outcome, n in rows}
 
 
+def tracebacks(text: str) -> Counter[str]:
+    """The exception line ending each traceback in ``text``, counted."""
+    found: Counter[str] = Counter()
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if not line.startswith("Traceback (most recent call last)"):
+            continue
+        for after in lines[i + 1 :]:
+            if after and not after.startswith((" ", "\t", "Traceback")):
+                found[after.strip()[:160]] += 1
+                break
+    return found
+
+
 def theil_sen_per_100(points: list[tuple[float, float]]) -> float:
     slopes = sorted(
         (y2 - y1) / (x2 - x1)
@@ -165,6 +180,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="30 runs instead of 300")
     ap.add_argument("--cycles", type=int, help="runs to soak for (overrides --quick)")
     ap.add_argument("--every", type=float, default=2.0, help="seconds between runs of a source")
+    ap.add_argument("--keep", action="store_true", help="keep the database and the logs")
     args = ap.parse_args()
     cycles = args.cycles or (30 if args.quick else 300)
 
@@ -250,7 +266,7 @@ def main() -> int:
                             "outside": len(away),
                         }
                     )
-                    outside.update(program(pid) for pid in away)
+                    outside.update(filter(None, (program(pid) for pid in away)))
                     if done >= cycles:
                         break
                     if len(samples) % 60 == 0:
@@ -274,11 +290,14 @@ def main() -> int:
                 "exit": scheduler.returncode,
                 "processes": sorted(marked),
                 "chromium": sorted(chromium),
-                "tracebacks": output.count("Traceback"),
+                "tracebacks": tracebacks(output),
                 "outcomes": runs(db),
             }
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if args.keep:
+            print(f"bench_soak: kept {tmp}", file=sys.stderr)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
 
     report(samples, left, cycles, edits, time.monotonic() - started, args.every)
     if outside:
@@ -338,8 +357,10 @@ def report(
         f"left on the machine: {len(left.get('processes', []))}, of them Chromium: "
         f"{len(left.get('chromium', []))}.\n"
         f"- Tracebacks in the output of the scheduler and its crawls: "
-        f"{left.get('tracebacks')}."
+        f"{sum(left.get('tracebacks', Counter()).values())}."
     )
+    for line, n in left.get("tracebacks", Counter()).most_common():
+        print(f"  - {n} x `{line}`")
     if done < cycles:
         print(f"- The soak ended early: {done} of {cycles} runs (the scheduler exited).")
 
