@@ -115,10 +115,10 @@ def url_identities(url: str) -> list[str]:
 
 def change_diff(entry: dict[str, Any]) -> str:
     """The unified diff of a ``changed`` entry of ``Store.changes``, taking its two texts out
-    of it; labelled with the page's URL and the two fetch times."""
+    of it; labelled with the URL the page was fetched at and the two fetch times."""
     from knowledge_crawler.transform.diff import text_diff
 
-    url = entry["canonical_url"]
+    url = entry["url"]
     return text_diff(
         entry.pop("previous_content"),
         entry.pop("content"),

@@ -250,7 +250,13 @@ def browse(database: str, host: str, port: int, no_open: bool) -> None:
     port = _free_port(host, port)
 
     from datasette.cli import serve
+    from datasette.plugins import pm
     from datasette.utils import tilde_encode
+
+    from knowledge_crawler.cli import _datasette_views
+
+    if not pm.is_registered(_datasette_views):
+        pm.register(_datasette_views, name="knowledge_crawler_views")
 
     name = Path(path).stem
     url = f"http://{host}:{port}/{tilde_encode(name)}"

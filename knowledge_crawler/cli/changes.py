@@ -24,7 +24,7 @@ _KIND_WIDTH = len("tombstoned")
 
 def _header(entry: dict[str, Any]) -> str:
     line = (
-        f"{entry['time']}  {entry['kind']:<{_KIND_WIDTH}}  {entry['canonical_url']}  "
+        f"{entry['time']}  {entry['kind']:<{_KIND_WIDTH}}  {entry['url']}  "
         f"[{entry['source_id']}]  {entry['title'] or ''}"
     ).rstrip()
     if entry["reason"]:
@@ -73,7 +73,8 @@ def changes(
     2026-12-01T10:00+02:00; no offset means UTC), a duration back from now
     (30m, 24h, 7d, 1h30m) or now, today, yesterday (midnight UTC).
 
-    --json prints one object per line (kind, time, source_id, canonical_url,
+    Each page is shown at the URL it was fetched at. --json prints one object
+    per line (kind, time, source_id, canonical_url, url (fetched),
     title, content_hash, reason, previous_content_hash, previous_fetched_at,
     fetched_at, diff) as it is read, so a large window streams. Nothing in the
     window: nothing on stdout, one line on stderr, exit 0.

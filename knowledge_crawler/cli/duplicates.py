@@ -30,7 +30,9 @@ def duplicates(database: str, kind: str | None, as_json: bool, limit: int) -> No
     print/AMP/mobile/page markers, then the shorter path, then the page seen
     first. Exact duplicates share its content
     hash; near duplicates have an estimated word-shingle Jaccard similarity of at
-    least the source's near_duplicate_threshold (shown as the score).
+    least the source's near_duplicate_threshold (shown as the score). Pages
+    are shown at the URL they were fetched at; --json gives each its
+    canonical_url (its identity) and url (fetched).
     """
     with open_existing_store(database) as store:
         clusters = store.duplicate_clusters(kind)
@@ -42,10 +44,10 @@ def duplicates(database: str, kind: str | None, as_json: bool, limit: int) -> No
     pages = 0
     for cluster in clusters:
         rep = cluster["representative"]
-        click.echo(f"{rep['canonical_url']}  [{rep['source_id']}]  {rep['title'] or ''}".rstrip())
+        click.echo(f"{rep['url']}  [{rep['source_id']}]  {rep['title'] or ''}".rstrip())
         for dup in cluster["duplicates"]:
             pages += 1
             score = "" if dup["score"] is None else f"{dup['score']:.2f}"
-            click.echo(f"    {dup['kind']:<5}  {score:>4}  {dup['canonical_url']}")
+            click.echo(f"    {dup['kind']:<5}  {score:>4}  {dup['url']}")
     what = f"{kind} " if kind else ""
     click.echo(f"{len(clusters)} clusters, {pages} {what}duplicate pages")

@@ -32,7 +32,8 @@ def history(database: str, url: str, source_id: str | None, content: bool, as_js
     kept in page_versions when the page's content hash moved. Then every
     move of the page's status, oldest first: suspected_missing, tombstoned
     (with the reason) and restored, each with what its URL answered. --json
-    prints objects with source_id, canonical_url, content_hash, title,
+    prints objects with source_id, canonical_url, url (where the page was
+    fetched, as the text shows it), content_hash, title,
     content, fetched_at and replaced_at; the current one also has events
     (time, event, reason, http_status, evidence).
     """
@@ -55,7 +56,7 @@ def history(database: str, url: str, source_id: str | None, content: bool, as_js
             _echo_events(events)
             shown = (v["source_id"], v["canonical_url"])
             events = v.get("events") or []
-            click.echo(f"{v['canonical_url']}  [{v['source_id']}]")
+            click.echo(f"{v['url']}  [{v['source_id']}]")
         label = "current " if v["replaced_at"] is None else "version "
         replaced = v["replaced_at"] or "-"
         click.echo(

@@ -335,7 +335,8 @@ def build_server(
         per change, with a unified diff of the text before and after, labelled with
         the two fetch times), tombstoned (gone from its site, with the reason) or
         restored (answering again after being missing); and time, source_id,
-        canonical_url, title, content_hash, reason, previous_content_hash,
+        canonical_url (the page's identity), url (where it was fetched: cite and open
+        this), title, content_hash, reason, previous_content_hash,
         previous_fetched_at, fetched_at and diff (null unless changed and diff is
         true). Returns {since, until (the window, as absolute times), offset, returned,
         more, changes, next?, note?}: at most limit entries; more says how many more the

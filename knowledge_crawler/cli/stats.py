@@ -58,10 +58,11 @@ def render_stats(report: dict[str, Any]) -> str:
         f"  one content under several URLs:  {s['shared_content_hashes']} content hashes",
     ]
     for ex in s["shared_content_examples"][:5]:
-        lines.append(f"      {ex['content_hash'][:12]}  x{ex['n']}  {' '.join(ex['urls'][:3])}")
+        shown = " ".join(ex["fetched_urls"][:3])
+        lines.append(f"      {ex['content_hash'][:12]}  x{ex['n']}  {shown}")
     lines.append(f"  pages not seen in {s['stale_days']} days:       {s['stale_pages']}")
     for ex in s["stale_examples"][:5]:
-        lines.append(f"      {ex['last_seen_at']}  {ex['canonical_url']}")
+        lines.append(f"      {ex['last_seen_at']}  {ex['url']}")
     d = report["duplicates"]
     lines.append(
         f"  duplicate clusters:              {d['clusters']} ({d['exact']} exact and "
@@ -74,7 +75,7 @@ def render_stats(report: dict[str, Any]) -> str:
     )
     for ex in s["chained_duplicate_examples"][:5]:
         lines.append(
-            f"      {ex['canonical_url']} -> {ex['duplicate_of']} -> {ex['its_duplicate_of']}"
+            f"      {ex['url']} -> {ex['duplicate_of_url']} -> {ex['its_duplicate_of_url']}"
         )
     lines += ["", "sources"]
     if report["sources"]:

@@ -48,6 +48,7 @@ def stats_report(
     stale_days: int,
     totals: Any,
     shared: Sequence[Any],
+    shared_pages: Mapping[str, Sequence[Any]],
     stale: Sequence[Any],
     chained: Sequence[Any],
     per_source: Sequence[Any],
@@ -69,8 +70,14 @@ def stats_report(
             "distinct_identities": totals["distinct_identities"],
             "rows_equal_identities": totals["total_rows"] == totals["distinct_identities"],
             "shared_content_hashes": len(shared),
+            # urls: the pages' keys; fetched_urls: where each was fetched (to open), in step
             "shared_content_examples": [
-                {"content_hash": r["content_hash"], "n": r["n"], "urls": r["urls"].split(" ")}
+                {
+                    "content_hash": r["content_hash"],
+                    "n": r["n"],
+                    "urls": [p["canonical_url"] for p in shared_pages[r["content_hash"]]],
+                    "fetched_urls": [p["final_url"] for p in shared_pages[r["content_hash"]]],
+                }
                 for r in shared[:10]
             ],
             "stale_days": stale_days,
@@ -116,7 +123,9 @@ def stats_report(
 
 def group_duplicates(rows: Sequence[Any]) -> list[dict[str, Any]]:
     """Representatives with their duplicates, from rows ordered by representative (columns
-    ``rep_source, rep_url, rep_title, source_id, canonical_url, title, kind, score``)."""
+    ``rep_source, rep_url, rep_fetched_url, rep_title, source_id, canonical_url, url, title,
+    kind, score``; ``*url``: the canonical URL, the key; ``*fetched_url``, ``url``: where
+    the page was fetched, the URL to open)."""
     clusters: dict[tuple[str, str], dict[str, Any]] = {}
     for r in rows:
         cluster = clusters.setdefault(
@@ -125,6 +134,7 @@ def group_duplicates(rows: Sequence[Any]) -> list[dict[str, Any]]:
                 "representative": {
                     "source_id": r["rep_source"],
                     "canonical_url": r["rep_url"],
+                    "url": r["rep_fetched_url"],
                     "title": r["rep_title"],
                 },
                 "duplicates": [],
@@ -134,6 +144,7 @@ def group_duplicates(rows: Sequence[Any]) -> list[dict[str, Any]]:
             {
                 "source_id": r["source_id"],
                 "canonical_url": r["canonical_url"],
+                "url": r["url"],
                 "title": r["title"],
                 "kind": r["kind"],
                 "score": r["score"],

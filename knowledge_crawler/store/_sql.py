@@ -264,8 +264,8 @@ WHERE id = :run_id
 # Status moves come from ``page_events`` (every one, in order), but for suspected_missing,
 # which is no change of the page yet (it is listed when tombstoned, or restored).
 CHANGES = """
-SELECT e.kind, e.time, e.page_id, e.version_id, m.source_id, m.canonical_url, m.title,
-       m.content_hash, e.reason
+SELECT e.kind, e.time, e.page_id, e.version_id, m.source_id, m.canonical_url,
+       m.final_url AS url, m.title, m.content_hash, e.reason
 FROM (
     SELECT 0 AS rank, 'new' AS kind, first_seen_at AS time, id AS page_id,
            CAST(NULL AS BIGINT) AS version_id, CAST(NULL AS TEXT) AS reason

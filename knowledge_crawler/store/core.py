@@ -1256,8 +1256,8 @@ class SqlStore(Store):
         what = "cannot read the history of"
         out: list[dict[str, Any]] = []
         for page in self._read(
-            "SELECT id, source_id, canonical_url, content_hash, title, content, fetched_at, "
-            "CAST(NULL AS TEXT) AS replaced_at FROM pages WHERE canonical_url = :url "
+            "SELECT id, source_id, canonical_url, final_url AS url, content_hash, title, content, "
+            "fetched_at, CAST(NULL AS TEXT) AS replaced_at FROM pages WHERE canonical_url = :url "
             "AND (CAST(:source AS TEXT) IS NULL OR source_id = CAST(:source AS TEXT)) "
             "ORDER BY source_id",
             {"url": canonical_url, "source": source_id},
@@ -1276,7 +1276,12 @@ class SqlStore(Store):
             ]
             out.append(current)
             out += [
-                {"source_id": current["source_id"], "canonical_url": canonical_url, **dict(r)}
+                {
+                    "source_id": current["source_id"],
+                    "canonical_url": canonical_url,
+                    "url": current["url"],
+                    **dict(r),
+                }
                 for r in self._read(
                     "SELECT content_hash, title, content, fetched_at, replaced_at "
                     "FROM page_versions WHERE page_id = ? ORDER BY replaced_at DESC, id DESC",
@@ -1302,6 +1307,7 @@ class SqlStore(Store):
                     "time": row["time"],
                     "source_id": row["source_id"],
                     "canonical_url": row["canonical_url"],
+                    "url": row["url"],
                     "title": row["title"],
                     "content_hash": row["content_hash"],
                     "reason": row["reason"] if row["kind"] == "tombstoned" else None,
@@ -1350,8 +1356,9 @@ class SqlStore(Store):
 
     def duplicate_clusters(self, kind: str | None = None) -> list[dict[str, Any]]:
         rows = self._read(
-            "SELECT r.source_id AS rep_source, r.canonical_url AS rep_url, r.title AS rep_title, "
-            "d.source_id, d.canonical_url, d.title, d.duplicate_kind AS kind, "
+            "SELECT r.source_id AS rep_source, r.canonical_url AS rep_url, "
+            "r.final_url AS rep_fetched_url, r.title AS rep_title, "
+            "d.source_id, d.canonical_url, d.final_url AS url, d.title, d.duplicate_kind AS kind, "
             "d.duplicate_score AS score "
             "FROM pages d JOIN pages r ON r.id = d.duplicate_of "
             "WHERE d.duplicate_of IS NOT NULL "
@@ -1402,8 +1409,16 @@ class SqlStore(Store):
             f"SELECT content_hash, COUNT(*) AS n, {self.db.url_list} AS urls "
             "FROM pages GROUP BY content_hash HAVING COUNT(*) > 1 ORDER BY n DESC, content_hash"
         )
+        # the pages of the first shared contents: their keys and the URLs they were fetched at
+        shared_pages = {
+            r["content_hash"]: q(
+                "SELECT canonical_url, final_url FROM pages WHERE content_hash = ? ORDER BY id",
+                (r["content_hash"],),
+            )
+            for r in shared[:10]
+        }
         stale = q(
-            "SELECT source_id, canonical_url, last_seen_at FROM pages "
+            "SELECT source_id, canonical_url, final_url AS url, last_seen_at FROM pages "
             "WHERE last_seen_at < ? AND status <> 'tombstoned' ORDER BY last_seen_at",
             (stale_before,),
         )
@@ -1425,8 +1440,9 @@ class SqlStore(Store):
         )[0]["n"]
         # A duplicate's representative is never itself a duplicate.
         chained = q(
-            "SELECT d.source_id, d.canonical_url, r.canonical_url AS duplicate_of, "
-            "rr.canonical_url AS its_duplicate_of "
+            "SELECT d.source_id, d.canonical_url, d.final_url AS url, "
+            "r.canonical_url AS duplicate_of, r.final_url AS duplicate_of_url, "
+            "rr.canonical_url AS its_duplicate_of, rr.final_url AS its_duplicate_of_url "
             "FROM page_meta d JOIN page_meta r ON r.id = d.duplicate_of "
             "JOIN page_meta rr ON rr.id = r.duplicate_of ORDER BY d.id"
         )
@@ -1460,6 +1476,7 @@ class SqlStore(Store):
             stale_days=stale_days,
             totals=totals,
             shared=shared,
+            shared_pages=shared_pages,
             stale=stale,
             chained=chained,
             per_source=per_source,

@@ -50,7 +50,9 @@ async def test_changes_since_a_recrawl_list_exactly_the_edited_page(
     human = CliRunner().invoke(cli, ["changes", "--since", between, "--db", db_url])
     assert human.exit_code == 0
     headers = [line for line in human.stdout.splitlines() if not line.startswith("    ")]
-    assert headers[0].split()[1:3] == ["changed", edited]
+    # shown at the URL it was fetched at (http), not its https key
+    assert headers[0].split()[1:3] == ["changed", pages_by_url(db_url)[edited]["final_url"]]
+    assert pages_by_url(db_url)[edited]["final_url"].startswith("http://")
     assert headers[-1].startswith("1 change since ")
 
     exported = CliRunner().invoke(cli, ["export", "--since", between, "--db", db_url])

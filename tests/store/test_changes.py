@@ -18,6 +18,7 @@ T2 = "2026-01-03T00:00:00.000000Z"
 T3 = "2026-01-04T00:00:00.000000Z"
 T4 = "2026-01-05T00:00:00.000000Z"
 P1 = "https://example.com/p1"
+U1 = "http://example.com/p1"  # where it was fetched
 
 TEXT_1 = "# One\n\nalpha words\n\nbeta words\n\ngamma words"
 TEXT_2 = "# One\n\nalpha words\n\nBETA TWO words\n\ngamma words"
@@ -165,15 +166,16 @@ def test_human_output_headers_and_indented_diffs(db: str) -> None:
     assert code == 0, err
     lines = out.splitlines()
     headers = [line for line in lines if not line.startswith("    ")]
+    # the URL each page was fetched at, to open (its key is https://, the page http://)
     assert headers == [
-        f"{T1}  changed     {P1}  [s]  Page 1",
-        f"{T2}  changed     {P1}  [s]  Page 1",
-        f"{T3}  tombstoned  https://example.com/p3  [s]  Page 3  (gone (410))",
-        f"{T4}  new         https://example.com/p4  [s]  Page 4",
+        f"{T1}  changed     {U1}  [s]  Page 1",
+        f"{T2}  changed     {U1}  [s]  Page 1",
+        f"{T3}  tombstoned  http://example.com/p3  [s]  Page 3  (gone (410))",
+        f"{T4}  new         http://example.com/p4  [s]  Page 4",
         f"4 changes since {T1}: 1 new, 2 changed, 1 tombstoned",
     ]
     first_diff = lines[1 : lines.index(headers[1])]
-    assert first_diff[:2] == [f"    --- {P1}\t{T0}", f"    +++ {P1}\t{T1}"]
+    assert first_diff[:2] == [f"    --- {U1}\t{T0}", f"    +++ {U1}\t{T1}"]
     assert "    -beta words" in first_diff and "    +BETA TWO words" in first_diff
     assert not any("delta" in line for line in first_diff)
     second_diff = lines[lines.index(headers[1]) + 1 : lines.index(headers[2])]
@@ -192,6 +194,7 @@ def test_json_lines_one_object_per_entry(db: str) -> None:
         "time",
         "source_id",
         "canonical_url",
+        "url",
         "title",
         "content_hash",
         "reason",
@@ -201,7 +204,7 @@ def test_json_lines_one_object_per_entry(db: str) -> None:
         "diff",
     }
     assert "-beta words\n+BETA TWO words" in first["diff"]
-    assert first["diff"].startswith(f"--- {P1}\t{T0}\n+++ {P1}\t{T1}\n@@")
+    assert first["diff"].startswith(f"--- {U1}\t{T0}\n+++ {U1}\t{T1}\n@@")
     assert entries[2]["diff"] is None and entries[2]["reason"] == "gone (410)"
 
 

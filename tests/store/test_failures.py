@@ -240,8 +240,11 @@ def test_stats_finds_duplicates_of_duplicates(store: Store) -> None:
         {
             "source_id": "s",
             "canonical_url": f"{P}3",
+            "url": "http://example.com/p3",
             "duplicate_of": f"{P}2",
+            "duplicate_of_url": "http://example.com/p2",
             "its_duplicate_of": f"{P}1",
+            "its_duplicate_of_url": "http://example.com/p1",
         }
     ]
 

@@ -46,7 +46,7 @@ def test_stats_human(tmp_path: Path) -> None:
     assert "  run 2  errors: none" in lines
     [chained] = [line for line in lines if "duplicates of duplicates" in line]
     assert chained.split()[3:5] == ["1", "MISMATCH:"]
-    assert "https://example.com/p3 -> https://example.com/p2 -> https://example.com/p1" in (
+    assert "http://example.com/p3 -> http://example.com/p2 -> http://example.com/p1" in (
         result.output
     )
 
