@@ -56,6 +56,7 @@ from knowledge_crawler.errors import ConfigError, KcError
 
 __all__ = [
     "ARCHIVE_FOLDER",
+    "DEFAULT_ARCHIVE_DIR",
     "DROPPED_HEADERS",
     "ArchiveError",
     "ArchiveFileError",
@@ -70,6 +71,9 @@ __all__ = [
 
 #: the archive's folder beside a SQLite database when ``KC_ARCHIVE_DIR`` is empty
 ARCHIVE_FOLDER = "archive"
+#: the archive of a database that has no folder (PostgreSQL) without KC_ARCHIVE_DIR:
+#: relative to the working folder, where the default SQLite database keeps its archive
+DEFAULT_ARCHIVE_DIR = Path("data") / ARCHIVE_FOLDER
 
 #: headers left out of an archived header block: Scrapy has undone them on the body
 DROPPED_HEADERS = frozenset({"content-encoding", "transfer-encoding"})
@@ -120,20 +124,23 @@ class ArchivedResponse(NamedTuple):
 
 def archive_dir(database_url: str, setting: str = "") -> Path:
     """The archive folder: ``setting`` (``KC_ARCHIVE_DIR``) when given, else the SQLite
-    database's folder + ``archive`` (``sqlite:///data/knowledge.db`` -> ``data/archive``).
+    database's folder + ``archive`` (``sqlite:///data/knowledge.db`` -> ``data/archive``),
+    else (a PostgreSQL database) :data:`DEFAULT_ARCHIVE_DIR` in the working folder, where
+    the default SQLite database keeps its archive too.
 
-    :class:`ConfigError` for another kind of database without the setting, or an
-    in-memory SQLite database.
+    :class:`ConfigError` for an in-memory SQLite database without the setting.
 
     >>> archive_dir("sqlite:///data/knowledge.db")
     PosixPath('data/archive')
-    >>> archive_dir("postgresql://db/kc", "/srv/warc")
-    PosixPath('/srv/warc')
+    >>> archive_dir("postgresql://db/kc", "/srv/warc"), archive_dir("postgresql://db/kc")
+    (PosixPath('/srv/warc'), PosixPath('data/archive'))
     """
     if setting.strip():
         return Path(setting.strip())
     prefix = "sqlite:///"
-    path = database_url[len(prefix) :] if database_url.startswith(prefix) else ""
+    if not database_url.startswith(prefix):
+        return DEFAULT_ARCHIVE_DIR
+    path = database_url[len(prefix) :]
     if not path or path == ":memory:":
         raise ConfigError(
             f"KC_ARCHIVE_DIR must be set: the archive has no folder beside "

@@ -157,9 +157,10 @@ def test_the_archive_folder_is_beside_the_database_unless_set() -> None:
     assert archive_dir("sqlite:////srv/kc/k.db") == Path("/srv/kc/archive")
     assert archive_dir("sqlite:///data/knowledge.db", "/warc") == Path("/warc")
     assert archive_dir("postgresql://db/kc", "/warc") == Path("/warc")
-    for url in ("postgresql://db/kc", "sqlite:///:memory:"):
-        with pytest.raises(ConfigError, match="KC_ARCHIVE_DIR"):
-            archive_dir(url)
+    # a database without a folder: the working folder's data/archive, as the default SQLite
+    assert archive_dir("postgresql://db/kc") == Path("data/archive")
+    with pytest.raises(ConfigError, match="KC_ARCHIVE_DIR"):
+        archive_dir("sqlite:///:memory:")
 
 
 def test_the_reextract_module_reads_the_key_the_crawl_writes() -> None:
