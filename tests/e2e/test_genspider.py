@@ -192,6 +192,30 @@ def test_knowledge_template_writes_a_spider_that_crawls(project: Path, tmp_path:
     assert extras == [{"extra": "{}"}]
 
 
+def test_a_host_with_a_port_makes_a_docstring_and_an_example_that_work(project: Path) -> None:
+    """``genspider NAME localhost:PORT`` (a host, as a first try types it) wrote "plus 's
+    own rules" and a ``-a seeds=localhost:PORT`` example the crawl rejects."""
+    with TestSite(pages=3, seed=1) as site:
+        host = f"localhost:{site.port}"
+        result = run([str(BIN / "scrapy"), "genspider", "-t", "knowledge", "mine", host], project)
+        assert result.returncode == 0, result.stdout + result.stderr[-2000:]
+        text = (project / "myproj" / "spiders" / "mine.py").read_text()
+        assert f"the knowledge spider plus {host}'s own rules" in text
+        [example] = [x.strip() for x in text.splitlines() if "scrapy crawl mine -a seeds=http" in x]
+        assert example == f"scrapy crawl mine -a seeds=http://{host}/"
+        # the example, as written, crawls the site
+        fast = ["-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False"]
+        fast += ["-s", "KC_DATABASE_URL=sqlite:///k.db"]
+        crawl = run(
+            [*example.replace("scrapy", str(BIN / "scrapy"), 1).split(), *fast],
+            project,
+            timeout=180,
+        )
+    assert crawl.returncode == 0, crawl.stderr[-3000:]
+    [row] = query(f"sqlite:///{project / 'k.db'}", "SELECT count(*) AS n FROM pages")
+    assert row["n"] >= 3
+
+
 BAD_RULES = """\
 from knowledge_crawler.spiders.knowledge import KnowledgeSpider
 
