@@ -65,3 +65,27 @@ async def test_autothrottle_keeps_a_sources_own_delay(
     assert {key for key, _ in seen.delays} == {"kc:polite"}
     assert min(delay for _, delay in seen.delays) >= DELAY, seen.delays
     assert crawler.stats.get_value("kc/throttle/held", 0) > 0
+
+
+@coroutine_test
+async def test_a_source_without_delay_is_not_slowed_by_autothrottle(
+    site: TestSite, db_url: str, tmp_path: Path
+) -> None:
+    """``download_delay = 0`` in a source (a site one owns) takes its slot out of
+    AutoThrottle, whose floor is the project's DOWNLOAD_DELAY (0.25 s) otherwise."""
+    seeds = tmp_path / "own.toml"
+    seeds.write_text(
+        f'[[source]]\nid = "own"\nstart_urls = ["{site.url}"]\ndownload_delay = 0\nmax_pages = 8\n',
+        encoding="utf-8",
+    )
+    # the project's own politeness: DOWNLOAD_DELAY 0.25 and AutoThrottle on
+    settings = crawl_settings(db_url, DOWNLOAD_DELAY=0.25, AUTOTHROTTLE_ENABLED=True)
+    seen = _SlotDelays()
+    crawler = AsyncCrawlerRunner(settings).create_crawler(KnowledgeSpider)
+    seen.crawler = crawler
+    crawler.signals.connect(seen.on_response, signal=signals.response_received)
+    await crawler.crawl_async(seeds=str(seeds))
+
+    assert len(seen.delays) >= 6, seen.delays
+    assert {key for key, _ in seen.delays} == {"kc:own"}
+    assert max(delay for _, delay in seen.delays) == 0, seen.delays
