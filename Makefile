@@ -39,7 +39,7 @@ lint: $(STAMP) ## ruff (lint + format check) and mypy on the package
 test: lint chromium ## Lint, type-check and run the whole test suite
 	$(PY) -m pytest
 
-test-fast: $(STAMP) ## Unit tests only (seconds)
+test-fast: $(STAMP) ## Unit tests only (about a minute on 2 cores)
 	$(PY) -m pytest tests/unit -q
 
 demo: $(STAMP) ## Crawl the loopback test site twice into data/demo/knowledge.db and print stats

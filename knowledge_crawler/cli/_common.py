@@ -13,6 +13,7 @@ __all__ = [
     "EXIT_BAD_INPUT",
     "PROG",
     "BadInput",
+    "counted",
     "database_option",
     "open_existing_store",
 ]
@@ -39,6 +40,15 @@ class BadInput(click.ClickException):
 
     def show(self, file: IO[Any] | None = None) -> None:
         click.echo(f"{PROG}: error: {self.format_message()}", file=file, err=file is None)
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and its noun, singular or plural.
+
+    >>> counted(1, "cluster"), counted(3, "content hash", "content hashes")
+    ('1 cluster', '3 content hashes')
+    """
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 def database_option(function: Any) -> Any:

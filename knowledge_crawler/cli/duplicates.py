@@ -6,7 +6,7 @@ import json
 
 import click
 
-from knowledge_crawler.cli._common import database_option, open_existing_store
+from knowledge_crawler.cli._common import counted, database_option, open_existing_store
 
 __all__ = ["duplicates"]
 
@@ -50,4 +50,4 @@ def duplicates(database: str, kind: str | None, as_json: bool, limit: int) -> No
             score = "" if dup["score"] is None else f"{dup['score']:.2f}"
             click.echo(f"    {dup['kind']:<5}  {score:>4}  {dup['url']}")
     what = f"{kind} " if kind else ""
-    click.echo(f"{len(clusters)} clusters, {pages} {what}duplicate pages")
+    click.echo(f"{counted(len(clusters), 'cluster')}, {counted(pages, what + 'duplicate page')}")

@@ -11,7 +11,13 @@ from typing import Any
 
 import click
 
-from knowledge_crawler.cli._common import PROG, BadInput, database_option, open_existing_store
+from knowledge_crawler.cli._common import (
+    PROG,
+    BadInput,
+    counted,
+    database_option,
+    open_existing_store,
+)
 
 __all__ = ["reextract"]
 
@@ -127,8 +133,8 @@ def reextract(
             archived = sum(p.archive_file is not None for p in pages)
             if archived and not directory.is_dir():
                 raise BadInput(
-                    f"no archive folder at {directory} ({archived} pages have archive "
-                    "records; pass --archive DIR or set KC_ARCHIVE_DIR)"
+                    f"no archive folder at {directory} ({counted(archived, 'page')} with "
+                    "archive records; pass --archive DIR or set KC_ARCHIVE_DIR)"
                 )
             bar: Any
             with click.progressbar(
@@ -141,7 +147,10 @@ def reextract(
             click.echo(f"{PROG}: error: {exc}", err=True)
             sys.exit(1)
     if summary.rekeyed:
-        warn(f"{summary.rekeyed} pages would now have another canonical URL; kept under theirs")
+        warn(
+            f"{counted(summary.rekeyed, 'page')} would now have another canonical URL; "
+            "kept under theirs"
+        )
     click.echo(f"reextract: {summary.line()}")
     if summary.errors:
         sys.exit(1)

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from knowledge_crawler.cli._common import database_option, open_existing_store
+from knowledge_crawler.cli._common import counted, database_option, open_existing_store
 
 __all__ = ["render_stats", "stats"]
 
@@ -55,7 +55,8 @@ def render_stats(report: dict[str, Any]) -> str:
         "",
         "sanity checks",
         f"  rows = distinct identities:      {s['total_rows']} = {s['distinct_identities']}  {ok}",
-        f"  one content under several URLs:  {s['shared_content_hashes']} content hashes",
+        "  one content under several URLs:  "
+        + counted(s["shared_content_hashes"], "content hash", "content hashes"),
     ]
     for ex in s["shared_content_examples"][:5]:
         shown = " ".join(ex["fetched_urls"][:3])
@@ -66,7 +67,7 @@ def render_stats(report: dict[str, Any]) -> str:
     d = report["duplicates"]
     lines.append(
         f"  duplicate clusters:              {d['clusters']} ({d['exact']} exact and "
-        f"{d['near']} near duplicate pages; see `knowledge-crawler duplicates`)"
+        f"{counted(d['near'], 'near duplicate page')}; see `knowledge-crawler duplicates`)"
     )
     chained = s["chained_duplicates"]
     lines.append(

@@ -93,7 +93,7 @@ class Progress:
         self._stored_before, self._at_before = snap["stored"], now
         logger.info(
             "progress: %s pages stored (+%s, %.1f/s), %s responses, %s queued, "
-            "%s in flight, %s fetch errors, %s retries",
+            "%s in flight, %s fetch error%s, %s retr%s",
             f"{snap['stored']:,}",
             f"{added:,}",
             added / elapsed,
@@ -101,5 +101,7 @@ class Progress:
             f"{snap['queued']:,}",
             snap["in_flight"],
             snap["errors"],
+            "" if snap["errors"] == 1 else "s",
             snap["retries"],
+            "y" if snap["retries"] == 1 else "ies",
         )

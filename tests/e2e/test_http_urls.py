@@ -74,7 +74,7 @@ def assert_json_shows_http(crawled: CrawledSite, value: Any) -> list[dict[str, A
 
 def test_stats(crawled_site: CrawledSite) -> None:
     text = kc(crawled_site, "stats")
-    assert "one content under several URLs:  1 content hashes" in text  # a print copy
+    assert "one content under several URLs:  1 content hash" in text  # a print copy
     assert_text_shows_http(crawled_site, text)
     [shared] = json.loads(kc(crawled_site, "stats", "--json"))["sanity"]["shared_content_examples"]
     assert all(u.startswith("https://") for u in shared["urls"])  # the keys, as before

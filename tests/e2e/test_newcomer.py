@@ -144,4 +144,32 @@ def test_an_unreachable_start_url_ends_at_once_with_one_line_and_keeps_its_retry
     [attempt] = query(db, "SELECT url, attempts, next_retry_at FROM fetch_attempts")
     assert attempt["url"] == url and attempt["attempts"] == 1 and attempt["next_retry_at"]
     progress = [x for x in crawl.stderr.splitlines() if "progress:" in x]
-    assert progress and progress[-1].endswith("1 fetch errors, 1 retries")
+    assert progress and progress[-1].endswith("1 fetch error, 1 retry")
+
+
+def test_make_demo_prints_the_commands_it_runs_and_its_seeds_keep_their_comments(
+    tmp_path: Path,
+) -> None:
+    """The demo ran its crawls with -s DOWNLOAD_DELAY=0 -s AUTOTHROTTLE_ENABLED=False but
+    printed them without; its seeds copy had the port put into a comment too."""
+    work = tmp_path / "checkout"
+    (work / "seeds").mkdir(parents=True)
+    template = (REPO / "seeds" / "demo.toml").read_text(encoding="utf-8")
+    (work / "seeds" / "demo.toml").write_text(template, encoding="utf-8")
+    (work / "scrapy.cfg").write_text((REPO / "scrapy.cfg").read_text())
+    demo = run([sys.executable, "-m", "knowledge_crawler.cli.demo"], cwd=work, timeout=300)
+    assert demo.returncode == 0, demo.stdout[-2000:] + demo.stderr[-3000:]
+    shown = [x.split("$ ", 1)[1] for x in demo.stdout.splitlines() if "] $ scrapy" in x]
+    assert len(shown) == 2
+    seeds = work / "data" / "demo" / "seeds.toml"
+    assert shown[0] == f"scrapy crawl knowledge -a seeds={seeds} -s LOG_LEVEL=WARNING"
+    # only the start URL's port changes; the comments say where the copy goes
+    copy = seeds.read_text(encoding="utf-8")
+    changed = [
+        (a, b) for a, b in zip(template.splitlines(), copy.splitlines(), strict=True) if a != b
+    ]
+    assert [a for a, _ in changed] == ['start_urls = ["http://localhost:8089/"]']
+    assert "data/demo/seeds.toml" in template
+    # the crawls were fast because the source asks for no delay, not because of -s options
+    [line] = [x for x in demo.stdout.splitlines() if "rows = distinct identities" in x]
+    assert "ok" in line
