@@ -367,8 +367,6 @@ class StagePool:
         # pages that arrive wait for it. So does every new pool after a worker died.
         self._executor: ProcessPoolExecutor | None = None
         self._board: _Board | None = None
-        self._starting = self._loop.run_in_executor(None, self._start)
-        self._starting.add_done_callback(self._started)
         #: pages waiting for a worker
         self._waiting: list[_Waiting] = []
         #: calls a worker is running or has queued; one more than the workers keeps each busy
@@ -387,6 +385,10 @@ class StagePool:
         #: the pool's pipes widened to PIPE_BYTES (see widen_pipes)
         self.pipes_widened = 0
         self._warm_ups: list[Future[None]] = []
+        # last: the start thread reads and sets the fields above, and may finish before
+        # the next line of this method runs
+        self._starting = self._loop.run_in_executor(None, self._start)
+        self._starting.add_done_callback(self._started)
 
     def _start(self) -> tuple[ProcessPoolExecutor, _Board]:
         """A new executor and its board (on a thread: it waits for processes to start)."""

@@ -4,6 +4,7 @@ losing no page."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import re
 import signal
@@ -80,6 +81,38 @@ async def test_workers_give_what_prepare_gives_here_in_few_batches() -> None:
     assert got[0].fingerprint is not None and "    return 1" in got[0].cleaned.content
     assert pool.pages == 120 and pool.batches <= 10  # pages waiting go together
     assert pool.worker_cpu > 0
+
+
+class _AtOnce(concurrent.futures.ThreadPoolExecutor):
+    """An executor that runs what it is given before ``submit`` returns: the extreme of a
+    start thread that is quicker than the code after it (a busy machine's schedule)."""
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:
+            future.set_exception(exc)
+        return future
+
+
+@coroutine_test
+async def test_a_pool_whose_start_thread_finishes_at_once_works() -> None:
+    """The pool's start ran on a thread started before the pool had all its fields: once in
+    120 scheduled refreshes on a loaded machine it read ``restarts`` first, and the crawl
+    failed with "the stage worker pool could not start: AttributeError"."""
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(_AtOnce())
+    try:
+        pool = StagePool(1, RULES, eager=False)  # a refresh's pool
+        try:
+            got = await pool.prepare(page(1))
+        finally:
+            await pool.close()
+    finally:
+        loop.set_default_executor(concurrent.futures.ThreadPoolExecutor())
+    assert got == prepare(page(1), RULES["s"])
+    assert pool.ready and pool.pipes_widened >= 0
 
 
 @coroutine_test
