@@ -83,7 +83,8 @@ SELECT 'duplicates of duplicates', {_CHAINED},
         "title": "One content under several URLs",
         "description": "Content hashes stored under more than one URL, most URLs first.",
         "sql": """
-SELECT content_hash, COUNT(*) AS urls, GROUP_CONCAT(canonical_url, ' ') AS canonical_urls
+SELECT content_hash, COUNT(*) AS urls, GROUP_CONCAT(final_url, ' ') AS fetched_urls,
+       GROUP_CONCAT(canonical_url, ' ') AS canonical_urls
 FROM page_meta GROUP BY content_hash HAVING COUNT(*) > 1
 ORDER BY urls DESC, content_hash
 """.strip(),
@@ -94,7 +95,8 @@ ORDER BY urls DESC, content_hash
             "Pages (not tombstoned) no crawl has seen lately, least recently seen first."
         ),
         "sql": f"""
-SELECT source_id, canonical_url, status, last_seen_at, last_checked_at, next_check_at
+SELECT source_id, final_url AS url, canonical_url, status, last_seen_at, last_checked_at,
+       next_check_at
 FROM page_meta WHERE last_seen_at < {_STALE_BEFORE} AND status != 'tombstoned'
 ORDER BY last_seen_at
 """.strip(),
@@ -103,7 +105,8 @@ ORDER BY last_seen_at
         "title": "Duplicates of duplicates",
         "description": "Pages whose representative is itself marked a duplicate (should be none).",
         "sql": f"""
-SELECT d.source_id, d.canonical_url, r.canonical_url AS duplicate_of,
+SELECT d.source_id, d.final_url AS url, r.final_url AS duplicate_of_url,
+       rr.final_url AS its_duplicate_of_url, d.canonical_url, r.canonical_url AS duplicate_of,
        rr.canonical_url AS its_duplicate_of
 {_CHAINED_FROM} ORDER BY d.id
 """.strip(),
@@ -116,7 +119,7 @@ SELECT d.source_id, d.canonical_url, r.canonical_url AS duplicate_of,
             "the diffs."
         ),
         "sql": """
-SELECT v.replaced_at AS changed_at, m.source_id, m.canonical_url, m.title,
+SELECT v.replaced_at AS changed_at, m.source_id, m.final_url AS url, m.canonical_url, m.title,
        v.fetched_at AS previous_fetched_at, v.content_hash AS previous_content_hash,
        m.content_hash AS current_content_hash, m.last_changed_at, m.status
 FROM page_versions v JOIN page_meta m ON m.id = v.page_id

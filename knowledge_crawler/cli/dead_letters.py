@@ -35,6 +35,6 @@ def dead_letters(database: str, source_id: str | None, as_json: bool) -> None:
         status = d["last_status"] if d["last_status"] is not None else "-"
         click.echo(
             f"{what:<6}  {when}  {d['attempts']:>2}x  {status!s:>3}  "
-            f"{d['last_error'] or ''}  {d['canonical_url']}  [{d['source_id']}]"
+            f"{d['last_error'] or ''}  {d.get('url') or d['canonical_url']}  [{d['source_id']}]"
         )
     click.echo(f"{len(letters)} page{'s' if len(letters) != 1 else ''}")

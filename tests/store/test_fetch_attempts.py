@@ -147,6 +147,8 @@ def test_dead_letters_command(tmp_path: object) -> None:
     human = CliRunner().invoke(dead_letters, ["--db", url])
     assert human.exit_code == 0 and "2 pages" in human.output
     assert "http_503" in human.output and "review" in human.output
+    # the URL to open is the one fetched (http here), not the https identity key
+    assert "http://example.com/p1" in human.output and "https://" not in human.output
     data = json.loads(CliRunner().invoke(dead_letters, ["--db", url, "--json"]).output)
     assert [d["canonical_url"][-2:] for d in data] == ["p1", "p2"]
 
