@@ -14,7 +14,9 @@ No row is lost and none is written twice:
 * rows leave memory only once their transaction has committed, and the
   ``kc/store/*`` stats count committed rows only;
 * a transient database error (locked, busy, I/O, full) is retried with backoff
-  for ``KC_STORE_RETRY_SECONDS``; rows that arrive meanwhile join the batch;
+  for ``KC_STORE_RETRY_SECONDS``, every try the same batch under one batch id (a
+  PostgreSQL COMMIT whose answer was lost is looked up, never applied twice); rows
+  that arrive meanwhile wait for the next batch;
 * when the retries run out, or the store fails otherwise, the crawl stops
   (close reason ``store_failed``, stats ``kc/store/failed`` and
   ``kc/store/error``, one ERROR line); at close the rows still in memory are
