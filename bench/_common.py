@@ -241,6 +241,17 @@ def process_tree(root: int) -> list[int]:
     return found
 
 
+def rss_kib(pid: int) -> int:
+    """Resident set size of ``pid`` (KiB; 0 when it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
 def pss_kib(pid: int) -> int:
     """Proportional set size of ``pid`` (KiB; 0 when it is gone)."""
     try:

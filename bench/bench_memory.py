@@ -44,6 +44,7 @@ from _common import (  # noqa: E402
     median_slope_per_100,
     process_tree,
     pss_kib,
+    rss_kib,
     run_sampled,
     site_pid,
     slope_per_100,
@@ -56,16 +57,6 @@ TARGET_PEAK_MIB = 1024
 #: (about 100 bytes a page: no per-page state of a kilobyte can hide under it)
 TARGET_TREND_MIB = 1.0
 SAMPLE_SECONDS = 2.0
-
-
-def rss_kib(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return 0
 
 
 def crawl(site_url: str, db: Path) -> dict[str, Any]:

@@ -49,7 +49,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from _common import doc_parser, process_tree  # noqa: E402
+from _common import doc_parser, process_tree, rss_kib  # noqa: E402
 
 JS_PAGES = 5
 SITE_ARTICLES = 30
@@ -81,16 +81,6 @@ def seeds_file(path: Path, site_url: str) -> Path:
         encoding="utf-8",
     )
     return path
-
-
-def rss_kib(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return 0
 
 
 def open_fds(pid: int) -> int:

@@ -58,7 +58,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Final
+from typing import Any, Final
 
 from knowledge_crawler.sync.policy import iso_utc
 
@@ -74,6 +74,7 @@ __all__ = [
     "evidence_bound",
     "evidence_from_json",
     "evidence_to_json",
+    "json_objects",
     "next_check",
     "on_response",
     "span_words",
@@ -331,6 +332,22 @@ def evidence_to_json(evidence: Iterable[Evidence]) -> str:
     return json.dumps(rows, separators=(",", ":"))
 
 
+def json_objects(text: str | None) -> list[dict[str, Any]]:
+    """The objects of a stored JSON array; nothing for text that is none (empty, not
+    JSON, not an array), and what is not an object in it is passed over.
+
+    >>> json_objects('[{"a": 1}, 2]'), json_objects("nonsense"), json_objects(None)
+    ([{'a': 1}], [], [])
+    """
+    if not text or not text.strip():
+        return []
+    try:
+        rows = json.loads(text)
+    except (ValueError, RecursionError):
+        return []
+    return [row for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
+
+
 def evidence_from_json(text: str | None) -> tuple[Evidence, ...]:
     """Evidence from :func:`evidence_to_json` text. Lenient: NULL, empty or unreadable
     text gives no evidence and unreadable entries are skipped, since less evidence
@@ -341,18 +358,8 @@ def evidence_from_json(text: str | None) -> tuple[Evidence, ...]:
     >>> evidence_from_json("not json"), evidence_from_json(None)
     ((), ())
     """
-    if not text or not text.strip():
-        return ()
-    try:
-        rows = json.loads(text)
-    except (ValueError, RecursionError):
-        return ()
-    if not isinstance(rows, list):
-        return ()
     found: list[Evidence] = []
-    for row in rows:
-        if not isinstance(row, dict):
-            continue
+    for row in json_objects(text):
         code, at, signal = row.get("status"), row.get("at"), row.get("signal")
         if not isinstance(at, str) or not (signal is None or isinstance(signal, str)):
             continue

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-from knowledge_crawler.sync.deletion import MAX_EVIDENCE, evidence_bound
+from knowledge_crawler.sync.deletion import MAX_EVIDENCE, evidence_bound, json_objects
 from knowledge_crawler.sync.policy import iso_utc
 from knowledge_crawler.transform.shell import shell_signs
 
@@ -338,18 +338,8 @@ def evidence_from_json(text: str | None) -> tuple[Observation, ...]:
     >>> evidence_from_json("[]"), evidence_from_json("nonsense"), evidence_from_json(None)
     ((), (), ())
     """
-    if not text or not text.strip():
-        return ()
-    try:
-        rows = json.loads(text)
-    except (ValueError, RecursionError):
-        return ()
-    if not isinstance(rows, list):
-        return ()
     found: list[Observation] = []
-    for row in rows:
-        if not isinstance(row, dict):
-            continue
+    for row in json_objects(text):
         at, status, reason, digest = (row.get(k) for k in ("at", "status", "reason", "digest"))
         file, offset = row.get("archive_file"), row.get("archive_offset")
         if not (isinstance(at, str) and isinstance(reason, str) and isinstance(digest, str)):
