@@ -40,7 +40,7 @@ from scrapy.spiderloader import get_spider_loader
 
 from knowledge_crawler.crawl.chromium import check_browser
 from knowledge_crawler.crawl.runtime import check_database, check_lease
-from knowledge_crawler.crawl.stage_pool import start_forkserver, worker_count
+from knowledge_crawler.crawl.stage_pool import start_forkserver, stop_forkserver, worker_count
 from knowledge_crawler.errors import ConfigError, LeaseHeldError
 from knowledge_crawler.pipelines.archive import check_archive
 from knowledge_crawler.spiders.knowledge import KnowledgeSpider, check_arguments
@@ -128,7 +128,10 @@ class Command(ScrapyCrawlCommand):
         assert self.crawler_process is not None
         crawler = self._create_crawler(args[0])
         self.crawler_process.crawl(crawler, **opts.spargs)
-        self.crawler_process.start()
+        try:
+            self.crawler_process.start()
+        finally:
+            stop_forkserver()  # nothing of the crawl outlives its exit
         if self.crawler_process.bootstrap_failed:
             self.exitcode = 1
             return

@@ -69,6 +69,7 @@ __all__ = [
     "check_lease",
     "check_signatures",
     "child_processes",
+    "group_members",
     "lease_holder",
     "minhash_params_from",
     "pid_alive",
@@ -187,6 +188,20 @@ def child_processes(pid: int, command_has: bytes = b"") -> list[int]:
                 if command_has and command_has not in (entry / "cmdline").read_bytes():
                     continue
                 found.append(int(entry.name))
+    return found
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live (not zombie) processes of process group ``pgid`` (from /proc)."""
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                fields = (entry / "stat").read_text().rpartition(")")[2].split()
+                if int(fields[2]) == pgid and fields[0] != "Z":
+                    found.append(int(entry.name))
     return found
 
 

@@ -82,6 +82,7 @@ __all__ = [
     "WorkerCrashed",
     "run_batch",
     "start_forkserver",
+    "stop_forkserver",
     "widen_pipes",
     "worker_count",
 ]
@@ -305,6 +306,26 @@ def start_forkserver() -> None:
     """
     _context()  # the server's preload list
     forkserver.ensure_running()
+
+
+def stop_forkserver(timeout: float = 5.0) -> None:
+    """Stop the process the workers were forked from, and wait (up to ``timeout`` s) until
+    it has gone. Left alone, it ends when it sees the crawl go, a moment after the crawl's
+    exit: on a busy machine, something still running after the crawl said it was done.
+    (multiprocessing's resource tracker is left to end that way: it must outlive the
+    crawl's own exit handlers, which give their semaphores back to it.)
+    """
+    server = getattr(forkserver, "_forkserver", None)
+    if server is None or getattr(server, "_forkserver_pid", None) is None:
+        return
+
+    def stop() -> None:
+        with contextlib.suppress(Exception):  # CPython's own: closes the pipe, then waitpid
+            server._stop()
+
+    stopping = threading.Thread(target=stop, name="kc-forkserver-stop", daemon=True)
+    stopping.start()
+    stopping.join(timeout)
 
 
 def _exit_of(code: int | None) -> str:
@@ -640,3 +661,6 @@ class StagePool:
             await self._starting
         if self._executor is not None:
             await asyncio.to_thread(self._executor.shutdown, True, cancel_futures=True)
+        # let go of the board's shared memory and semaphore (the executor keeps them in
+        # its workers' arguments): freed now, not at the interpreter's exit
+        self._executor = self._board = None

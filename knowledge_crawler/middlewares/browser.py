@@ -30,7 +30,9 @@ needs a browser. On top of scrapy-playwright's handler:
   Chromium is killed or stopped mid-render: ``new_page()`` then never returns). A render
   past its deadline fails with ``TimeoutError`` (retried like any timeout) and the browser
   is killed, so the next render gets a fresh one. Closing is bounded too
-  (:data:`CLOSE_SECONDS`); past it the browser and the Playwright driver are killed.
+  (:data:`CLOSE_SECONDS`); past it the browser and the Playwright driver are killed. A
+  crawl ends only once every process of its browsers has (``kc/render/killed_at_close``
+  counts those still there :data:`REAP_SECONDS` after the close, then killed).
 
 Counters: ``kc/render/blocked/<resource type>``, ``kc/safety/refused_private_browser``,
 ``kc/render/contexts_recycled``, ``kc/render/deadline_exceeded``, ``kc/render/browsers_killed``,
@@ -53,7 +55,7 @@ from playwright.async_api import Error as PlaywrightError
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
 from knowledge_crawler.config import KcConfig
-from knowledge_crawler.crawl.runtime import child_processes
+from knowledge_crawler.crawl.runtime import child_processes, group_members
 from knowledge_crawler.middlewares.resolver import (
     allow_private_addresses,
     crawl_sources,
@@ -90,6 +92,8 @@ DEADLINE_SLACK_SECONDS = 10.0
 QUEUE_DEADLINES = 10
 #: how long closing the browser and Playwright may take before both are killed
 CLOSE_SECONDS = 15.0
+#: how long a closed browser's processes may take to end before they are killed (s)
+REAP_SECONDS = 5.0
 
 
 def render_deadline(browser_timeout_seconds: float) -> float:
@@ -177,6 +181,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[m
         if self._closed:
             return
         self._closed = True
+        groups = self._browser_groups()  # before the driver that launched them goes
         try:
             await asyncio.wait_for(super().close(), timeout=CLOSE_SECONDS)
         except TimeoutError:
@@ -188,6 +193,35 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[m
             )
             self._kill_browsers()
             self._kill_driver()
+        await self._reap(groups)
+
+    def _browser_groups(self) -> set[int]:
+        """The process groups of the browsers the driver launched (each leads its own)."""
+        groups: set[int] = set()
+        if self._driver is not None:
+            for pid in child_processes(self._driver):
+                with suppress(OSError):
+                    groups.add(os.getpgid(pid))
+        groups.discard(os.getpgrp())  # never the crawl's own group
+        return groups
+
+    async def _reap(self, groups: set[int]) -> None:
+        """Wait until no process of the closed browsers is left: a closed browser's
+        renderers and helpers end a moment after it, and on a busy machine that moment
+        came after the crawl had exited. Past :data:`REAP_SECONDS` they are killed."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + REAP_SECONDS
+        left = {g for g in groups if group_members(g)}
+        while left and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+            left = {g for g in left if group_members(g)}
+        for group in left:
+            with suppress(OSError):
+                os.killpg(group, signal.SIGKILL)
+            self.stats.inc_value("kc/render/killed_at_close", len(group_members(group)))
+        while left and loop.time() < deadline + REAP_SECONDS:
+            await asyncio.sleep(0.05)
+            left = {g for g in left if group_members(g)}
 
     # -- browsers that stop answering --------------------------------------------------
 
