@@ -192,7 +192,9 @@ async def test_a_host_where_rendering_helped_sends_new_pages_straight_to_the_bro
     site: TestSite, db_url: str, tmp_path: Path
 ) -> None:
     """Once rendering helped on a host, ``auto`` stops fetching its new pages twice."""
-    site.slow("/js/?slow=1", 3.0)  # the index's links come after the first shell is judged
+    # the index's links come after the first shell is judged: after Chromium's launch and
+    # a render, which took over 3 s on a loaded machine (the links then went by HTTP first)
+    site.slow("/js/?slow=1", 10.0)
     source = seeds(
         tmp_path,
         site,
