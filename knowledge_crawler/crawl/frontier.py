@@ -1085,7 +1085,11 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
             logger.info("shared frontier: last process of the crawl, its Redis keys cleared")
 
     def _stopped(self) -> None:
+        """The Redis thread has made its last call: once it has returned, close is done."""
         self._opened()
+        thread = self._thread
+        if thread is not None:
+            thread.thread.join(5)  # it posted this last: nothing is left for it to do
         if self._closing is not None and not self._closing.called:
             self._closing.callback(None)
 
