@@ -19,6 +19,9 @@ The keys of a crawl (``PREFIX`` is ``KC_REDIS_KEY_PREFIX``, ``SPIDER`` the spide
                               the queue until it is idle again, else 0 (a hash)
 ``PREFIX:SPIDER:dedupe``      every page judged for duplicates, in order (a stream; see
                               knowledge_crawler.crawl.dedupe_log)
+``PREFIX:SPIDER:sent``        each process's last batch of requests scheduled and last take,
+                              with what Redis answered (a hash): sent again after an answer
+                              was lost, they get the same answer and change nothing
 
 A page request's fingerprint is its source id and canonical URL (``kc_source`` and
 ``kc_key``): the pages two sources share are fetched once for each, as in one
@@ -46,29 +49,45 @@ engine has it in progress, and its lease ends when the engine is done with it. E
 first hands the expired leases back to the queue, so the requests of a process that died
 are fetched by another (``kc/frontier/reclaimed``); no process ends while one is leased.
 
+No Redis round trip runs on the reactor thread (issue 24): each scheduler has one thread
+that does all of them (:class:`_RedisThread`). Requests to schedule go to it and on to
+Redis in batches, one Lua script each (dupefilter, budget and queue together); it takes
+a few requests ahead of the engine (:data:`BUFFER_REQUESTS`, leased like the others, so
+that the processes share the queue fairly), finishes and renews leases, beats the heartbeat,
+answers whether the crawl is idle and waits for a Redis that does not answer; counts,
+verdicts, stats and log lines come back to the reactor thread (Scrapy's stats are not
+thread-safe). A call whose answer was lost (a Redis stopped past the timeout runs it when
+it goes on) is sent again with the same number and gets the answer Redis kept
+(``PREFIX:SPIDER:sent``): no request is lost or scheduled twice for it.
+
 Queue entries are JSON (:mod:`knowledge_crawler.crawl.request_json`), never pickle.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import os
+import queue as queue_module
 import socket
+import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import redis
 from scrapy import signals
 from scrapy.exceptions import DontCloseSpider
+from scrapy.utils.misc import load_object
+from scrapy_redis import connection as redis_connection
 from scrapy_redis.dupefilter import RFPDupeFilter
 from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler
-from twisted.internet import task
+from twisted.internet.defer import Deferred
 
 from knowledge_crawler import meta
 from knowledge_crawler.config import KcConfig, display_url
@@ -132,6 +151,7 @@ class CrawlKeys:
     busy: str
     dedupe: str
     leased: str
+    sent: str
 
     @classmethod
     def of(cls, prefix: str, spider: str) -> CrawlKeys:
@@ -147,6 +167,7 @@ class CrawlKeys:
             busy=f"{base}:busy",
             dedupe=f"{base}:dedupe",
             leased=f"{base}:leased",
+            sent=f"{base}:sent",
         )
 
     @property
@@ -159,6 +180,7 @@ class CrawlKeys:
             self.busy,
             self.dedupe,
             self.leased,
+            self.sent,
         )
 
 
@@ -255,27 +277,73 @@ _HEARTBEAT = """
 redis.call('HSET', KEYS[1], ARGV[1], redis.call('TIME')[1])
 """
 
-# KEYS: workers, busy, leased. ARGV: this process, stale seconds. 1 when another live
-# process has work in hand, or a request is leased (taken and not finished: by a live
-# process, or by a dead one until its lease ends and it is handed out again).
-_PEERS_BUSY = """
-if redis.call('ZCARD', KEYS[3]) > 0 then return 1 end
+# KEYS: workers, busy, leased, requests. ARGV: this process, stale seconds. This process is
+# idle (its busy flag 0); then {1 when another live process has work in hand, or a request
+# is queued or leased (taken and not finished: by a live process, or by a dead one until its
+# lease ends and it is handed out again), else 0; the requests queued}.
+_IDLE = """
+redis.call('HSET', KEYS[2], ARGV[1], 0)
+local queued = redis.call('ZCARD', KEYS[4])
+if queued > 0 or redis.call('ZCARD', KEYS[3]) > 0 then return {1, queued} end
 local now = tonumber(redis.call('TIME')[1])
 local busy = redis.call('HGETALL', KEYS[2])
 for i = 1, #busy, 2 do
   if busy[i] ~= ARGV[1] and busy[i + 1] == '1' then
     local beat = redis.call('HGET', KEYS[1], busy[i])
-    if beat and now - tonumber(beat) <= tonumber(ARGV[2]) then return 1 end
+    if beat and now - tonumber(beat) <= tonumber(ARGV[2]) then return {1, 0} end
   end
 end
-return 0
+return {0, 0}
 """
 
+# KEYS: dupefilter, budget, requests, sent. ARGV: this process, the batch's number, then five
+# per request: fingerprint ('' when it is not filtered), source and max pages ('' and 0 when
+# it has no budget), score, entry ('' when JSON cannot hold it: it stays in its process).
+# One verdict per request, a digit: 0 queued, 1 already scheduled, 2 over the source's
+# max_pages, 3 new but kept by its process. The verdicts are kept (PREFIX:SPIDER:sent, per
+# process): the same batch sent again (its answer was lost) gets them again and changes
+# nothing.
+_SCHEDULE = """
+local last = redis.call('HGET', KEYS[4], ARGV[1])
+local number = ARGV[2] .. ':'
+if last and string.sub(last, 1, #number) == number then
+  return string.sub(last, #number + 1)
+end
+local out = {}
+for i = 3, #ARGV, 5 do
+  local verdict = '0'
+  if ARGV[i] ~= '' and redis.call('SADD', KEYS[1], ARGV[i]) == 0 then
+    verdict = '1'
+  elseif ARGV[i + 1] ~= '' and tonumber(ARGV[i + 2]) > 0
+      and redis.call('HINCRBY', KEYS[2], ARGV[i + 1], 1) > tonumber(ARGV[i + 2]) then
+    verdict = '2'
+  elseif ARGV[i + 4] == '' then
+    verdict = '3'
+  else
+    redis.call('ZADD', KEYS[3], ARGV[i + 3], ARGV[i + 4])
+  end
+  out[#out + 1] = verdict
+end
+local verdicts = table.concat(out)
+redis.call('HSET', KEYS[4], ARGV[1], number .. verdicts)
+return verdicts
+"""
 
-# KEYS: requests, leased. ARGV: lease seconds, most to reclaim. First hands the expired
-# leases back to the queue (at their request's priority), then takes the first request
-# and leases it: {entry, reclaimed}, or {false, reclaimed} when the queue is empty.
+# KEYS: requests, leased, sent. ARGV: lease seconds, most to reclaim, most to take, the taker
+# ('' for none) and the take's number. First hands the expired leases back to the queue (at
+# their request's priority), then takes the first requests and leases them. Returns
+# {record, requests still queued}; the record is "NUMBER:RECLAIMED:" then "LENGTH:ENTRY" for
+# each request taken. A taker's last record is kept (PREFIX:SPIDER:sent): the same take sent
+# again (its answer was lost) gets it again and takes nothing more.
 _TAKE = """
+local field = ARGV[4] .. '|take'
+local number = ARGV[5] .. ':'
+if ARGV[4] ~= '' then
+  local last = redis.call('HGET', KEYS[3], field)
+  if last and string.sub(last, 1, #number) == number then
+    return {last, redis.call('ZCARD', KEYS[1])}
+  end
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
@@ -288,11 +356,16 @@ for _, entry in ipairs(expired) do
   end
   redis.call('ZADD', KEYS[1], 'NX', score, entry)
 end
-local first = redis.call('ZRANGE', KEYS[1], 0, 0)
-if #first == 0 then return {false, #expired} end
-redis.call('ZREM', KEYS[1], first[1])
-redis.call('ZADD', KEYS[2], now + tonumber(ARGV[1]), first[1])
-return {first[1], #expired}
+local parts = {number, tostring(#expired), ':'}
+local first = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[3]) - 1)
+for _, entry in ipairs(first) do
+  redis.call('ZREM', KEYS[1], entry)
+  redis.call('ZADD', KEYS[2], now + tonumber(ARGV[1]), entry)
+  parts[#parts + 1] = tostring(#entry) .. ':' .. entry
+end
+local record = table.concat(parts)
+if ARGV[4] ~= '' then redis.call('HSET', KEYS[3], field, record) end
+return {record, redis.call('ZCARD', KEYS[1])}
 """
 
 # KEYS: leased. ARGV: lease seconds, then the entries still in hand: their lease starts again.
@@ -302,8 +375,52 @@ local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 for i = 2, #ARGV do redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[1]), ARGV[i]) end
 """
 
+# KEYS: requests, leased. ARGV: score and entry of each request taken and never handed to the
+# engine: back to the queue.
+_GIVE_BACK = """
+for i = 1, #ARGV, 2 do
+  if redis.call('ZREM', KEYS[2], ARGV[i + 1]) == 1 then
+    redis.call('ZADD', KEYS[1], ARGV[i], ARGV[i + 1])
+  end
+end
+"""
+
 #: the most expired leases one take hands back
 RECLAIM_BATCH = 100
+#: requests a process takes from the shared queue ahead of its engine (leased to it): few,
+#: so that the processes of a crawl share the queue fairly
+BUFFER_REQUESTS = 4
+#: the most requests one Redis call schedules
+BATCH_REQUESTS = 500
+#: after a take found the queue empty, the next waits this long (s) unless this process
+#: queued requests meanwhile
+EMPTY_RETRY_SECONDS = 0.05
+
+
+class Taken(NamedTuple):
+    """What one take got: the entries now leased to the taker, the expired leases handed
+    back to the queue first, and the requests still queued."""
+
+    entries: list[bytes]
+    reclaimed: int
+    queued: int
+
+
+def _parse_take(record: bytes) -> tuple[int, list[bytes]]:
+    """(reclaimed, entries) of a :data:`_TAKE` record.
+
+    >>> _parse_take(b"7:2:3:abc5:{\\"a\\"}")
+    (2, [b'abc', b'{"a"}'])
+    """
+    _, _, rest = record.partition(b":")
+    reclaimed, _, rest = rest.partition(b":")
+    entries = []
+    while rest:
+        size, _, rest = rest.partition(b":")
+        length = int(size)
+        entries.append(rest[:length])
+        rest = rest[length:]
+    return int(reclaimed), entries
 
 
 class SharedQueue(PriorityQueue):  # type: ignore[misc]  # scrapy-redis has no type information
@@ -322,38 +439,33 @@ class SharedQueue(PriorityQueue):  # type: ignore[misc]  # scrapy-redis has no t
         return request_json.decode(encoded_request, self.spider)
 
     def pop(self, timeout: int = 0) -> Request | None:
-        taken = self.take(lease=0.0)
-        if taken is None:
-            return None
-        self.server.zrem(self.leased_key, taken[1])
-        return taken[0]
+        """The first request, out of the queue for good (scrapy-redis's own scheduler)."""
+        while True:
+            taken = self.take(lease=0.0)
+            if not taken.entries:
+                return None
+            [entry] = taken.entries
+            self.finish([entry])
+            try:
+                return self._decode_request(entry)
+            except request_json.BadEntry as exc:
+                self.bad_entry(exc)
 
-    def take(self, lease: float) -> tuple[Request, bytes] | None:
-        """The first request of the queue and its entry, leased to this process for
-        ``lease`` seconds (it is handed out again once that ends unless :meth:`finish` or
-        :meth:`renew` came first); expired leases go back to the queue first
-        (``kc/frontier/reclaimed``). None when the queue is empty."""
+    def take(self, lease: float, count: int = 1, *, taker: str = "", number: int = 0) -> Taken:
+        """The first ``count`` entries of the queue, leased to this process for ``lease``
+        seconds (each is handed out again once that ends unless :meth:`finish` or
+        :meth:`renew` came first); expired leases go back to the queue first. With a
+        ``taker``, a take sent again with the same ``number`` (its answer lost) gets the
+        same entries again and takes nothing more."""
         if getattr(self, "_take", None) is None:
             self._take = self.server.register_script(_TAKE)
             self._renew = self.server.register_script(_RENEW)
-        while True:
-            entry, reclaimed = self._take(
-                keys=[self.key, self.leased_key], args=[lease, RECLAIM_BATCH]
-            )
-            if reclaimed:
-                self.spider.crawler.stats.inc_value("kc/frontier/reclaimed", int(reclaimed))
-                logger.warning(
-                    "shared frontier: %s request(s) whose lease ended handed out again "
-                    "(a process died with them)",
-                    reclaimed,
-                )
-            if not entry:
-                return None
-            try:
-                return self._decode_request(entry), bytes(entry)
-            except request_json.BadEntry as exc:
-                self.server.zrem(self.leased_key, entry)
-                self.bad_entry(exc)
+        record, queued = self._take(
+            keys=[self.key, self.leased_key, self.sent_key],
+            args=[lease, RECLAIM_BATCH, count, taker, number],
+        )
+        reclaimed, entries = _parse_take(bytes(record))
+        return Taken(entries, reclaimed, int(queued))
 
     def finish(self, entries: list[bytes]) -> None:
         """The requests of ``entries`` are done with: their leases end."""
@@ -363,157 +475,345 @@ class SharedQueue(PriorityQueue):  # type: ignore[misc]  # scrapy-redis has no t
     def renew(self, entries: list[bytes], lease: float) -> None:
         """The requests of ``entries`` are still in hand: their leases start again."""
         if entries:
+            if getattr(self, "_renew", None) is None:
+                self._renew = self.server.register_script(_RENEW)
             self._renew(keys=[self.leased_key], args=[lease, *entries])
 
     @property
     def leased_key(self) -> str:
         return str(self.key).removesuffix(":requests") + ":leased"
 
+    @property
+    def sent_key(self) -> str:
+        return str(self.key).removesuffix(":requests") + ":sent"
+
     def bad_entry(self, exc: Exception) -> None:
         self.spider.crawler.stats.inc_value("kc/frontier/bad_entries")
         logger.warning("shared frontier: dropped an entry of %s: %s", self.key, exc)
 
 
-class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no type information
-    """scrapy-redis's scheduler, with the crawl's membership (who is crawling, who clears)
-    and a Redis that may stop answering.
+@dataclass(slots=True)
+class _Outgoing:
+    """A request on its way to the shared queue, as the Redis thread sends it."""
 
-    scrapy-redis 0.9.1 works with Scrapy 2.19 as it is (the engine builds the scheduler
-    with ``from_crawler`` and calls ``open(spider)``, ``close(reason)``,
-    ``enqueue_request``, ``next_request``, ``has_pending_requests``); only its stats
-    calls are redone here, without the deprecated ``spider`` argument.
+    request: Request
+    #: the dupefilter's fingerprint ('' when not filtered) and whether it is a page's
+    fingerprint: str
+    page: bool
+    #: the page's source and its max_pages ('' and 0: no budget)
+    source: str
+    budget: int
+    score: int
+    #: the JSON entry (b'' when JSON cannot hold the request: it stays in this process)
+    entry: bytes
 
-    Redis lost (a connection refused or timed out): requests to schedule wait in this
-    process, none is handed out, and Redis is asked again every :data:`PROBE_SECONDS`.
-    Back within ``KC_REDIS_GRACE_SECONDS`` with the crawl's keys, the waiting requests go
-    to it and the crawl goes on (``kc/frontier/redis_outages``); else the crawl stops
-    (close reason ``redis_lost``, stat ``kc/frontier/redis_lost``, outcome ``failed``).
-    What it had queued is in the crawl state: the next run takes it from there.
+
+class _RedisThread:
+    """The one thread that talks to Redis for a :class:`SharedScheduler` (issue 24: no Redis
+    round trip on the reactor thread).
+
+    The reactor hands it requests to schedule (``outbox``), the entries it is done with
+    (``done``), asks it to fill the ``buffer`` of requests taken ahead (``want_fill``) and
+    whether the crawl is idle (``idle_ask``); all of these, under ``cond``, are the only state
+    both threads touch. The thread sends them in batches, renews the leases of what this
+    process holds (``leased``, its own) with the heartbeat, waits for a Redis that does not
+    answer and gives up on it; what the reactor must know (verdicts, counts, stats, log
+    lines) it posts back with :meth:`SharedScheduler._post`.
     """
 
-    server: Any
-    crawler: Crawler
-    _busy = False
-    #: requests JSON cannot hold (request_json.UnserializableRequest): this process's own
-    _local: deque[Request]
-    #: requests to schedule while Redis does not answer
-    _waiting: deque[Request]
-    #: since when Redis does not answer (time.monotonic()), and why; None while it does
-    _down_since: float | None = None
-    _down_error = ""
-    _next_probe = 0.0
-    _gave_up = False
-    #: KC_REDIS_GRACE_SECONDS, and the Redis as messages name it (no password)
-    grace: float
-    redis_url: str
-    #: KC_REDIS_LEASE_SECONDS, and the requests taken from the queue and not finished,
-    #: with their entries (leased to this process)
-    lease: float
-    _in_hand: dict[Request, bytes]
+    def __init__(self, scheduler: SharedScheduler) -> None:
+        self.scheduler = scheduler
+        self.queue: SharedQueue = scheduler.queue
+        self.server = scheduler.server
+        self.keys = scheduler.keys
+        self.member = scheduler.member
+        self.lease = scheduler.lease
+        self.grace = scheduler.grace
+        self.redis_url = scheduler.redis_url
+        self.cond = threading.Condition()
+        # shared with the reactor, under cond
+        self.outbox: list[_Outgoing] = []
+        self.done: list[bytes] = []
+        self.buffer: deque[tuple[Request, bytes]] = deque()
+        self.want_fill = False
+        self.idle_ask: int | None = None
+        self.stop = False
+        self.sync_asked = 0
+        self.sync_done = 0
+        # the thread's own
+        self.leased: set[bytes] = set()
+        self.busy = False
+        self.joined = False
+        self.gave_up = False
+        self.down_since: float | None = None
+        self.down_error = ""
+        self.next_probe = 0.0
+        self.beat_every = min(HEARTBEAT_SECONDS, self.lease / 3)
+        self.next_beat = time.monotonic() + self.beat_every
+        self.retry_take_at = 0.0
+        self.batches = 0
+        self.takes = 0
+        self.vanish = False
+        self.closed = False
+        self.server_scripts()
+        self.thread = threading.Thread(target=self._run, name="kc-frontier-redis", daemon=True)
 
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> SharedScheduler:
-        scheduler: SharedScheduler = super().from_crawler(crawler)
-        scheduler.crawler = crawler
-        scheduler._local = deque()
-        scheduler._waiting = deque()
-        config = KcConfig.from_settings(crawler.settings)
-        scheduler.grace = config.redis_grace_seconds
-        scheduler.lease = config.redis_lease_seconds
-        scheduler._in_hand = {}
-        scheduler.redis_url = display_url(config.redis_url)
-        crawler.signals.connect(scheduler._spider_idle, signal=signals.spider_idle)
-        return scheduler
+    def server_scripts(self) -> None:
+        server = self.server
+        self._membership = server.register_script(_MEMBERSHIP)
+        self._heartbeat = server.register_script(_HEARTBEAT)
+        self._idle = server.register_script(_IDLE)
+        self._schedule = server.register_script(_SCHEDULE)
+        self._give_back = server.register_script(_GIVE_BACK)
 
-    def open(self, spider: Spider) -> None:
-        settings = spider.crawler.settings
-        self.keys = CrawlKeys.of(KcConfig.from_settings(settings).redis_key_prefix, spider.name)
-        self.member = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
-        self._membership = self.server.register_script(_MEMBERSHIP)
-        self._heartbeat = self.server.register_script(_HEARTBEAT)
-        self._peers_busy = self.server.register_script(_PEERS_BUSY)
+    # -- the loop --------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            self._attempt(self._join)
+            self.scheduler._post(self.scheduler._opened)
+            while True:
+                stopping = self._next()
+                if stopping and (self.vanish or self.gave_up):
+                    return
+                if self.down_since is not None:
+                    if stopping:
+                        # Redis away at the end: the others (or the next crawl) clear up
+                        return
+                    if not self._probe():
+                        self._synced()
+                        continue
+                self._attempt(self._cycle)
+                if stopping and self.closed:
+                    break
+            if self.down_since is None and not self.gave_up:
+                self._attempt(self._leave)
+        except Exception as exc:  # a fault of its own: the crawl must not hang on it
+            logger.exception("shared frontier: the Redis thread failed")
+            self._give_up(f"the shared frontier's Redis thread failed: {exc!r}")
+        finally:
+            self._synced()
+            self.scheduler._post(self.scheduler._stopped)
+
+    def _next(self) -> bool:
+        """Wait for work; whether the scheduler is closing."""
+        with self.cond:
+            while not self._has_work():
+                self.cond.wait(self._wait_time())
+            return self.stop
+
+    def _synced(self) -> None:
+        """What was asked before now is done (or cannot be: Redis does not answer)."""
+        with self.cond:
+            self.sync_done = self.sync_asked
+            self.cond.notify_all()
+
+    def _has_work(self) -> bool:
+        if self.stop:
+            return True
+        if self.gave_up:
+            return False
+        now = time.monotonic()
+        if self.down_since is not None:
+            return now >= self.next_probe
+        return bool(
+            self.outbox
+            or self.done
+            or self.idle_ask is not None
+            or self.sync_asked > self.sync_done
+            or now >= self.next_beat
+            or (self.want_fill and len(self.buffer) < BUFFER_REQUESTS and now >= self.retry_take_at)
+        )
+
+    def _wait_time(self) -> float:
+        now = time.monotonic()
+        until = self.next_probe if self.down_since is not None else self.next_beat
+        if self.want_fill and self.down_since is None:
+            until = min(until, self.retry_take_at)
+        return min(max(until - now, 0.005), 1.0)
+
+    def _attempt(self, work: Callable[[], object]) -> None:
+        """Do ``work``; a Redis that does not answer is waited for, anything else it says
+        stops the crawl (no retry would change it)."""
+        try:
+            work()
+        except _REDIS_DOWN as exc:
+            self._lost(exc)
+        except redis.RedisError as exc:
+            self._give_up(f"the shared crawl's Redis {self.redis_url} failed: {exc}")
+
+    def _cycle(self) -> None:
+        with self.cond:
+            waiting = len(self.outbox)
+            batch = self.outbox[:BATCH_REQUESTS]
+            done = list(self.done)
+            stopping = self.stop
+        sent = self._send(batch) if batch else 0
+        pushed = sent > 0
+        # A request's lease ends only once what it led to is in the queue: until then the
+        # crawl's other processes must not take this one for idle.
+        if done and sent == waiting:
+            self.queue.finish(done)
+            self.leased.difference_update(done)
+            with self.cond:
+                del self.done[: len(done)]
+        now = time.monotonic()
+        if now >= self.next_beat:
+            self.next_beat = now + self.beat_every
+            self.queue.renew(list(self.leased), self.lease)
+            self._heartbeat(keys=[self.keys.workers], args=[self.member])
+        if stopping:
+            with self.cond:
+                more = bool(self.outbox or self.done)
+            if not more:
+                self._close()
+        else:
+            self._fill(pushed)
+            self._answer_idle()
+        self._synced()
+
+    # -- what the cycle does ---------------------------------------------------------
+
+    def _join(self) -> None:
         # Before the queue is looked at: a new crawl starts from nothing.
         others = self._membership(
             keys=[self.keys.workers, *self.keys.state],
             args=[self.member, STALE_SECONDS, "join"],
         )
-        logger.info(
-            "shared frontier in Redis (%s): %s other process(es) in this crawl",
-            self.keys.requests,
-            others,
+        self.joined = True
+        self.scheduler._post(self.scheduler._joined, int(others))
+
+    def _send(self, batch: list[_Outgoing]) -> int:
+        """Schedule ``batch`` (dupefilter, budget, queue) in one call; how many of it were.
+
+        Sent again after a call whose answer was lost, the batch (the same first requests,
+        maybe more after them) gets the verdicts Redis kept for it: those requests are
+        settled and the rest wait for the next call.
+        """
+        args: list[Any] = [self.member, self.batches]
+        for item in batch:
+            args += [item.fingerprint, item.source, item.budget, item.score, item.entry]
+        answer = self._schedule(
+            keys=[self.keys.dupefilter, self.keys.budget, self.keys.requests, self.keys.sent],
+            args=args,
         )
-        spider.crawler.stats.set_value("kc/frontier/peers_at_start", int(others))
-        super().open(spider)
-        self._beat = task.LoopingCall(self._beat_once)
-        self._beat.start(min(HEARTBEAT_SECONDS, self.lease / 3), now=False)
-        self._watch = task.LoopingCall(self._watch_once)
+        self.batches += 1
+        verdicts = bytes(answer).decode("ascii")
+        settled = batch[: len(verdicts)]
+        with self.cond:
+            del self.outbox[: len(settled)]
+        self.scheduler._post(self.scheduler._settled, settled, verdicts)
+        return len(settled)
 
-    # -- Redis that may not answer ---------------------------------------------------
+    def _fill(self, pushed: bool) -> None:
+        """Take requests ahead of the engine while it wants them."""
+        with self.cond:
+            wanted = BUFFER_REQUESTS - len(self.buffer) if self.want_fill else 0
+            self.want_fill = False
+        if wanted <= 0 or (not pushed and time.monotonic() < self.retry_take_at):
+            if wanted > 0:
+                with self.cond:
+                    self.want_fill = True  # later: the queue was empty a moment ago
+            return
+        # Sent again after a call whose answer was lost, a take (same number) gets what
+        # that call took.
+        taken = self.queue.take(self.lease, wanted, taker=self.member, number=self.takes)
+        self.takes += 1
+        good: list[tuple[Request, bytes]] = []
+        bad: list[str] = []
+        dropped: list[bytes] = []
+        for entry in taken.entries:
+            try:
+                good.append((self.queue._decode_request(entry), entry))
+            except request_json.BadEntry as exc:
+                bad.append(str(exc))
+                dropped.append(entry)
+        self.leased.update(entry for _, entry in good)
+        self.leased.update(dropped)  # until their leases end, just below
+        with self.cond:
+            self.buffer.extend(good)
+        if not taken.entries:
+            self.retry_take_at = time.monotonic() + EMPTY_RETRY_SECONDS
+        self.scheduler._post(self.scheduler._took, taken.queued, taken.reclaimed, bad)
+        if dropped:
+            self.queue.finish(dropped)
+            self.leased.difference_update(dropped)
+        if good and not self.busy:
+            self.server.hset(self.keys.busy, self.member, 1)
+            self.busy = True
 
-    def _up(self) -> bool:
-        """Whether Redis is to be asked now: it answers, or it is time to ask it again."""
-        if self._gave_up:
-            return False
-        if self._down_since is None:
-            return True
-        if time.monotonic() < self._next_probe:
-            return False
-        self._next_probe = time.monotonic() + PROBE_SECONDS
-        try:
-            self.server.ping()
-        except _REDIS_DOWN as exc:
-            self._down_error = str(exc)
-            self._check_grace()
-            return False
-        return self._back()
+    def _answer_idle(self) -> None:
+        """Whether the crawl is idle: nothing queued or leased, no other process busy."""
+        with self.cond:
+            epoch, self.idle_ask = self.idle_ask, None
+            waiting = bool(self.outbox or self.buffer or self.done)
+        if epoch is None:
+            return
+        if waiting:
+            self.scheduler._post(self.scheduler._idle_answer, epoch, True, None)
+            return
+        busy, queued = self._idle(
+            keys=[self.keys.workers, self.keys.busy, self.keys.leased, self.keys.requests],
+            args=[self.member, STALE_SECONDS],
+        )
+        self.busy = False
+        self.scheduler._post(self.scheduler._idle_answer, epoch, bool(busy), int(queued))
+
+    def _close(self) -> None:
+        """At the crawl's end: what was taken and never handed to the engine goes back to
+        the queue, the rest of the leases end."""
+        with self.cond:
+            unused = list(self.buffer)
+            self.buffer.clear()
+        if unused:
+            args: list[Any] = []
+            for request, entry in unused:
+                args += [-request.priority, entry]
+            self._give_back(keys=[self.keys.requests, self.keys.leased], args=args)
+            self.leased.difference_update(entry for _, entry in unused)
+        self.queue.finish(list(self.leased))
+        self.leased.clear()
+        self.closed = True
+
+    def _leave(self) -> None:
+        self.server.hdel(self.keys.busy, self.member)
+        self.server.hdel(self.keys.sent, self.member, f"{self.member}|take")
+        others = self._membership(
+            keys=[self.keys.workers, *self.keys.state],
+            args=[self.member, STALE_SECONDS, "leave"],
+        )
+        self.scheduler._post(self.scheduler._left, int(others))
+
+    # -- a Redis that may not answer -------------------------------------------------
 
     def _lost(self, exc: Exception) -> None:
         """A Redis call failed: from now on wait for Redis, up to the grace."""
-        self._down_error = str(exc)
-        if self._down_since is None:
-            self._down_since = time.monotonic()
-            self._next_probe = self._down_since + PROBE_SECONDS
-            if self.stats is not None:
-                self.stats.inc_value("kc/frontier/redis_outages")
-            logger.error(
-                "shared frontier: Redis %s does not answer (%s); waiting up to %g s "
-                "(KC_REDIS_GRACE_SECONDS) for it",
-                self.redis_url,
-                exc,
-                self.grace,
-            )
-            if not self._watch.running:
-                self._watch.start(PROBE_SECONDS, now=False)
+        self.down_error = str(exc)
+        if self.down_since is None:
+            self.down_since = time.monotonic()
+            self.next_probe = self.down_since + PROBE_SECONDS
+            self.scheduler._post(self.scheduler._outage, str(exc))
         self._check_grace()
 
-    def _watch_once(self) -> None:
-        """While Redis does not answer: ask it again, give up after the grace."""
-        if self._down_since is None or self._gave_up:
-            if self._watch.running:
-                self._watch.stop()
-            return
-        self._up()
-
-    def _check_grace(self) -> None:
-        if self._down_since is None or self._gave_up:
-            return
-        waited = time.monotonic() - self._down_since
-        if waited >= self.grace:
-            self._give_up(
-                f"the shared crawl's Redis {self.redis_url} did not answer for {waited:.0f} s "
-                f"(KC_REDIS_GRACE_SECONDS={self.grace:g}): {self._down_error}"
-            )
-
-    def _back(self) -> bool:
-        """Redis answers again: carry on if it kept the crawl's keys, else give up."""
-        waited = time.monotonic() - (self._down_since or time.monotonic())
+    def _probe(self) -> bool:
+        """Ask a Redis that did not answer again; whether it answers (with the crawl's keys)."""
+        self.next_probe = time.monotonic() + PROBE_SECONDS
         try:
-            kept = self.server.hexists(self.keys.workers, self.member)
-            if kept:
-                self._heartbeat(keys=[self.keys.workers], args=[self.member])
+            self.server.ping()
+            waited = time.monotonic() - (self.down_since or time.monotonic())
+            if self.joined:
+                kept = self.server.hexists(self.keys.workers, self.member)
+                if kept:
+                    self._heartbeat(keys=[self.keys.workers], args=[self.member])
+            else:
+                self._join()
+                kept = True
         except _REDIS_DOWN as exc:
-            self._down_error = str(exc)
+            self.down_error = str(exc)
             self._check_grace()
+            return False
+        except redis.RedisError as exc:
+            self._give_up(f"the shared crawl's Redis {self.redis_url} failed: {exc}")
             return False
         if not kept:
             # restarted empty (or this process was taken for dead): the queue and the
@@ -523,133 +823,360 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
                 "without the crawl's keys (restarted empty?)"
             )
             return False
+        self.down_since = None
+        self.scheduler._post(self.scheduler._back, waited)
+        return True
+
+    def _check_grace(self) -> None:
+        if self.down_since is None or self.gave_up:
+            return
+        waited = time.monotonic() - self.down_since
+        if waited >= self.grace:
+            self._give_up(
+                f"the shared crawl's Redis {self.redis_url} did not answer for {waited:.0f} s "
+                f"(KC_REDIS_GRACE_SECONDS={self.grace:g}): {self.down_error}"
+            )
+
+    def _give_up(self, message: str) -> None:
+        if self.gave_up:
+            return
+        self.gave_up = True
+        with self.cond:
+            self.outbox.clear()  # in the crawl state: the next run requests them
+            self.buffer.clear()
+        self.scheduler._post(self.scheduler._give_up, message)
+
+
+class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no type information
+    """scrapy-redis's scheduler, with the crawl's membership (who is crawling, who clears),
+    a Redis that may stop answering, and no Redis round trip on the reactor thread.
+
+    scrapy-redis 0.9.1 works with Scrapy 2.19 (the engine builds the scheduler with
+    ``from_crawler`` and calls ``open(spider)``, ``close(reason)``, ``enqueue_request``,
+    ``next_request``, ``has_pending_requests``); these are redone here around one thread per
+    scheduler (:class:`_RedisThread`) that does every Redis call: ``enqueue_request`` puts a
+    request in its outbox, which it sends to the dupefilter and the queue in batches (one
+    Lua script per batch); ``next_request`` serves from the few requests it takes ahead
+    (:data:`BUFFER_REQUESTS`, leased to this process); ``has_pending_requests`` and
+    ``len()`` use the counts it brings back; lease finishing and renewal, the heartbeat, the
+    idle check (are the crawl's other processes idle?) and the outage probe run there too.
+    What the reactor must know comes back through :meth:`_post`, to run on the reactor
+    thread (Scrapy's stats are not thread-safe).
+
+    Redis lost (a connection refused or timed out): requests to schedule wait in this
+    process, no more are taken, and Redis is asked again every :data:`PROBE_SECONDS`. Back
+    within ``KC_REDIS_GRACE_SECONDS`` with the crawl's keys, the waiting requests go to it
+    and the crawl goes on (``kc/frontier/redis_outages``); else the crawl stops (close reason
+    ``redis_lost``, stat ``kc/frontier/redis_lost``, outcome ``failed``). What it had queued
+    is in the crawl state: the next run takes it from there.
+    """
+
+    server: Any
+    crawler: Crawler
+    #: requests JSON cannot hold (request_json.UnserializableRequest): this process's own
+    _local: deque[Request]
+    #: KC_REDIS_GRACE_SECONDS, and the Redis as messages name it (no password)
+    grace: float
+    redis_url: str
+    #: KC_REDIS_LEASE_SECONDS, and the requests handed to the engine and not finished,
+    #: with their entries (leased to this process)
+    lease: float
+    _in_hand: dict[Request, bytes]
+    _thread: _RedisThread | None = None
+    #: what the Redis thread posted, for the reactor thread to run (_pump)
+    _inbox: queue_module.SimpleQueue[tuple[Callable[..., None], tuple[Any, ...]]]
+    #: the reactor's loop (None outside a running one: then _post waits for a _pump)
+    _loop: asyncio.AbstractEventLoop | None = None
+    #: what the reactor knows from the thread
+    _gave_up = False
+    _down = False
+    _queued = 0
+    #: requests enqueued whose verdict has not come back
+    _unsettled = 0
+    #: counts what this process did (enqueued or handed out): an idle answer is only good
+    #: for the epoch it was asked in
+    _epoch = 0
+    _idle_asked: int | None = None
+    _idle_answer_of: tuple[int, bool] | None = None
+    _idle_answered_at = 0.0
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SharedScheduler:
+        # scrapy-redis's from_settings, without its ping (on the reactor thread):
+        # install_frontier has checked that Redis answers.
+        settings = crawler.settings
+        scheduler: SharedScheduler = cls(
+            server=redis_connection.from_settings(settings),
+            persist=True,
+            flush_on_start=False,
+            queue_key=settings["SCHEDULER_QUEUE_KEY"],
+            queue_cls=settings["SCHEDULER_QUEUE_CLASS"],
+            dupefilter_key=settings["SCHEDULER_DUPEFILTER_KEY"],
+            dupefilter_cls=settings["DUPEFILTER_CLASS"],
+            idle_before_close=0,
+            serializer=request_json,
+        )
+        scheduler.stats = crawler.stats
+        scheduler.crawler = crawler
+        scheduler._local = deque()
+        scheduler._inbox = queue_module.SimpleQueue()
+        config = KcConfig.from_settings(settings)
+        scheduler.grace = config.redis_grace_seconds
+        scheduler.lease = config.redis_lease_seconds
+        scheduler._in_hand = {}
+        scheduler.redis_url = display_url(config.redis_url)
+        crawler.signals.connect(scheduler._spider_idle, signal=signals.spider_idle)
+        return scheduler
+
+    def open(self, spider: Spider) -> Deferred[None] | None:
+        self.spider = spider
+        settings = spider.crawler.settings
+        self.keys = CrawlKeys.of(KcConfig.from_settings(settings).redis_key_prefix, spider.name)
+        self.member = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
+        self.queue = load_object(self.queue_cls)(
+            server=self.server, spider=spider, key=self.keys.requests, serializer=request_json
+        )
+        self.df = load_object(self.dupefilter_cls).from_spider(spider)
+        try:
+            self._loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None
+        self._opening: Deferred[None] | None = Deferred() if self._loop is not None else None
+        self._closing: Deferred[None] | None = None
+        self._thread = _RedisThread(self)
+        self._thread.thread.start()
+        if self._opening is None:  # no reactor running (tests): wait here
+            self._sync(fill=False)
+        return self._opening
+
+    # -- what comes back from the thread, run on the reactor thread --------------------
+
+    def _post(self, callback: Callable[..., None], *args: Any) -> None:
+        """Run ``callback(*args)`` on the reactor thread (called from the Redis thread)."""
+        self._inbox.put((callback, args))
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: nothing waits any more
+                loop.call_soon_threadsafe(self._pump)
+
+    def _pump(self) -> None:
+        """Run what the Redis thread posted, then let the engine look at the queue again."""
+        ran = False
+        while True:
+            try:
+                callback, args = self._inbox.get_nowait()
+            except queue_module.Empty:
+                break
+            try:
+                callback(*args)
+            except Exception:
+                logger.exception(
+                    "shared frontier: %s failed", getattr(callback, "__name__", callback)
+                )
+            ran = True
+        if ran:
+            self._wake()
+
+    def _wake(self, delay: float = 0) -> None:
+        nextcall = getattr(getattr(self._engine(), "_slot", None), "nextcall", None)
+        if nextcall is not None:
+            nextcall.schedule(delay)
+
+    def _opened(self) -> None:
+        if self._opening is not None and not self._opening.called:
+            self._opening.callback(None)
+
+    def _joined(self, others: int) -> None:
+        logger.info(
+            "shared frontier in Redis (%s): %s other process(es) in this crawl",
+            self.keys.requests,
+            others,
+        )
+        self.crawler.stats.set_value("kc/frontier/peers_at_start", others)
+
+    def _settled(self, batch: list[_Outgoing], verdicts: str) -> None:
+        """The verdicts of a batch the thread sent: counted, logged, kept or dropped."""
+        stats = self.crawler.stats
+        for item, verdict in zip(batch, verdicts, strict=True):
+            self._unsettled -= 1
+            start = bool(item.request.meta.get(meta.START))
+            if verdict in "03":
+                if start:
+                    # In the shared queue a start URL is the crawl's: it counts for the
+                    # process that takes it (next_request), which may be another one.
+                    stats.inc_value("kc/start/requested", -1)
+                stats.inc_value("scheduler/enqueued/redis")
+                if verdict == "3":
+                    stats.inc_value("kc/frontier/kept_local")
+                    self._local.append(item.request)
+                    self._epoch += 1
+                continue
+            self.df.log(item.request, self.spider)
+            if not item.page:
+                continue
+            stats.inc_value(
+                "kc/frontier/already_scheduled" if verdict == "1" else "kc/discovery/over_max_pages"
+            )
+            if start:
+                stats.inc_value("kc/start/requested", -1)
+                stats.inc_value("kc/start/elsewhere")
+
+    def _took(self, queued: int, reclaimed: int, bad: list[str]) -> None:
+        self._queued = queued
+        if reclaimed:
+            self.crawler.stats.inc_value("kc/frontier/reclaimed", reclaimed)
+            logger.warning(
+                "shared frontier: %s request(s) whose lease ended handed out again "
+                "(a process died with them)",
+                reclaimed,
+            )
+        for message in bad:
+            self.crawler.stats.inc_value("kc/frontier/bad_entries")
+            logger.warning(
+                "shared frontier: dropped an entry of %s: %s", self.keys.requests, message
+            )
+
+    def _idle_answer(self, epoch: int, busy: bool, queued: int | None) -> None:
+        self._idle_asked = None
+        self._idle_answer_of = (epoch, busy)
+        self._idle_answered_at = time.monotonic()
+        if queued is not None:
+            self._queued = queued
+        if busy:
+            if queued is not None:  # else it was this process's own work, not yet sent
+                self.crawler.stats.inc_value("kc/frontier/waited_for_peers")
+            # Look again soon, not on the engine's 5 s heartbeat.
+            self._wake(POLL_SECONDS)
+
+    def _outage(self, error: str) -> None:
+        self._down = True
+        self.crawler.stats.inc_value("kc/frontier/redis_outages")
+        logger.error(
+            "shared frontier: Redis %s does not answer (%s); waiting up to %g s "
+            "(KC_REDIS_GRACE_SECONDS) for it",
+            self.redis_url,
+            error,
+            self.grace,
+        )
+
+    def _back(self, waited: float) -> None:
+        self._down = False
         logger.warning(
             "shared frontier: Redis %s answers again after %.1f s", self.redis_url, waited
         )
-        self._down_since = None
-        if self._watch.running:
-            self._watch.stop()
-        while self._waiting and self._down_since is None:
-            self._enqueue(self._waiting.popleft())  # back to _waiting if Redis fails again
-        return self._down_since is None
 
     def _give_up(self, message: str) -> None:
         """Stop the crawl as failed: its Redis is lost."""
         if self._gave_up:
             return
         self._gave_up = True
-        if self._watch.running:
-            self._watch.stop()
-        self._waiting.clear()  # in the crawl state: the next run requests them
+        self._unsettled = 0  # in the crawl state: the next run requests them
         logger.error("shared frontier: %s; stopping the crawl (the next run resumes it)", message)
-        stats = self.crawler.stats
-        if stats is not None:
-            stats.set_value("kc/frontier/redis_lost", message)
+        self.crawler.stats.set_value("kc/frontier/redis_lost", message)
+        self._opened()
         engine = self._engine()
         if engine is not None and engine.spider is not None:
             asyncio.get_running_loop().create_task(engine.close_spider_async(reason=REDIS_LOST))
 
-    # enqueue_request and next_request are scrapy-redis 0.9's, without the ``spider``
-    # argument to the stats calls that Scrapy 2.19 deprecates (a warning per call site).
+    def _left(self, others: int) -> None:
+        if others:
+            logger.info("shared frontier: %s other process(es) still crawling", others)
+        else:
+            logger.info("shared frontier: last process of the crawl, its Redis keys cleared")
+
+    def _stopped(self) -> None:
+        """The Redis thread has made its last call: once it has returned, close is done."""
+        self._opened()
+        thread = self._thread
+        if thread is not None:
+            thread.thread.join(5)  # it posted this last: nothing is left for it to do
+        if self._closing is not None and not self._closing.called:
+            self._closing.callback(None)
+
+    # -- what the engine calls -------------------------------------------------------
+
+    def _tell(self, **change: Any) -> None:
+        """Hand the Redis thread work (attributes of it to set or extend) and wake it."""
+        thread = self._thread
+        if thread is None:
+            return
+        with thread.cond:
+            for name, value in change.items():
+                if name in ("outbox", "done"):
+                    getattr(thread, name).extend(value)
+                else:
+                    setattr(thread, name, value)
+            thread.cond.notify()
 
     def enqueue_request(self, request: Request) -> bool:
         if self._gave_up:
             return False  # in the crawl state: the next run requests it
-        if not self._up():
-            self._waiting.append(request)
-            return True
-        return self._enqueue(request)
-
-    def _enqueue(self, request: Request) -> bool:
+        fingerprint, page, source, budget = "", False, "", 0
+        if not request.dont_filter:
+            fingerprint, page, source, budget = self.df.schedule_key(request)
         try:
-            if not request.dont_filter and self.df.request_seen(request):
-                self.df.log(request, self.spider)
-                return False
-            if request.meta.get(meta.START) and self.stats is not None:
-                # In the shared queue a start URL is the crawl's: it counts for the process
-                # that takes it (next_request), which may be another one.
-                self.stats.inc_value("kc/start/requested", -1)
-            try:
-                self.queue.push(request)
-            except request_json.UnserializableRequest as exc:
-                logger.debug("shared frontier: kept in this process: %s", exc)
-                if self.stats is not None:
-                    self.stats.inc_value("kc/frontier/kept_local")
-                self._local.append(request)
-        except _REDIS_DOWN as exc:
-            self._lost(exc)
-            if not self._gave_up:
-                self._waiting.append(request)
-            return not self._gave_up
-        if self.stats is not None:
-            self.stats.inc_value("scheduler/enqueued/redis")
+            entry = self.queue._encode_request(request)
+        except request_json.UnserializableRequest as exc:
+            logger.debug("shared frontier: kept in this process: %s", exc)
+            entry = b""
+        item = _Outgoing(request, fingerprint, page, source, budget, -request.priority, entry)
+        self._unsettled += 1
+        self._epoch += 1
+        self._tell(outbox=[item])
         return True
 
     def __len__(self) -> int:
-        """Requests queued: the crawl's in Redis (none while it does not answer) and this
-        process's own."""
-        here = len(self._local) + len(self._waiting)
-        if not self._up():
-            return here
-        try:
-            return here + len(self.queue)
-        except _REDIS_DOWN as exc:
-            self._lost(exc)
-            return here
+        """Requests queued: the crawl's in Redis (as the Redis thread last counted them), and
+        this process's own."""
+        thread = self._thread
+        buffered = len(thread.buffer) if thread is not None else 0
+        return len(self._local) + self._unsettled + buffered + self._queued
 
     def has_pending_requests(self) -> bool:
+        self._pump()
         if self._local:
             return True
         if self._gave_up:
             return False
-        if self._waiting or not self._up():
-            return True  # it waits for Redis
-        try:
-            return len(self) > 0
-        except _REDIS_DOWN as exc:
-            self._lost(exc)
-            return not self._gave_up
+        thread = self._thread
+        buffered = thread is not None and bool(thread.buffer)
+        # while Redis does not answer, it waits for Redis
+        return buffered or self._unsettled > 0 or self._down or self._queued > 0
 
     def next_request(self) -> Request | None:
+        self._pump()
+        self._settle()
         request: Request | None = None
         if self._local:
             request = self._local.popleft()
-        elif self._up():
-            self._settle()
-            try:
-                taken = self.queue.take(self.lease)
-            except _REDIS_DOWN as exc:
-                self._lost(exc)
-                taken = None
-            if taken is not None:
-                request, self._in_hand[taken[0]] = taken
-        if request is not None and self.stats is not None:
-            self.stats.inc_value("scheduler/dequeued/redis")
-            if request.meta.get(meta.START):
-                self.stats.inc_value("kc/start/requested")
-        if request is not None and not self._busy:
-            self._busy = True
-            self._set_busy(1)
+        elif not self._gave_up and self._thread is not None:
+            thread = self._thread
+            with thread.cond:
+                if thread.buffer:
+                    request, entry = thread.buffer.popleft()
+                    self._in_hand[request] = entry
+                if len(thread.buffer) < BUFFER_REQUESTS and not thread.want_fill:
+                    thread.want_fill = True
+                    thread.cond.notify()
+        if request is not None:
+            self._epoch += 1
+            if self.stats is not None:
+                self.stats.inc_value("scheduler/dequeued/redis")
+                if request.meta.get(meta.START):
+                    self.stats.inc_value("kc/start/requested")
         return request
 
-    def _settle(self, *, renew: bool = False, done_all: bool = False) -> None:
-        """End the leases of the requests this process is done with (the engine no longer
-        has them in progress; all of them when ``done_all``); with ``renew``, start those
-        of the others again."""
-        if not self._in_hand or not self._up():
+    def _settle(self, *, done_all: bool = False) -> None:
+        """Hand the Redis thread the entries of the requests this process is done with (the
+        engine no longer has them in progress; all of them when ``done_all``): their leases
+        end."""
+        if not self._in_hand:
             return
         slot = getattr(self._engine(), "_slot", None)
         busy: set[Request] = set() if done_all else getattr(slot, "inprogress", set())
         done = [request for request in self._in_hand if request not in busy]
-        entries = [self._in_hand[request] for request in done]
-        try:
-            self.queue.finish(entries)
-            for request in done:
-                del self._in_hand[request]
-            if renew:
-                self.queue.renew(list(self._in_hand.values()), self.lease)
-        except _REDIS_DOWN as exc:
-            self._lost(exc)
+        if done:
+            self._tell(done=[self._in_hand.pop(request) for request in done])
 
     def _engine(self) -> ExecutionEngine | None:
         """The crawl's engine; None before the crawl starts."""
@@ -658,77 +1185,77 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
         except RuntimeError:
             return None
 
-    def _set_busy(self, busy: int) -> None:
-        if not self._up():
-            return
-        try:
-            self.server.hset(self.keys.busy, self.member, busy)
-        except _REDIS_DOWN as exc:
-            self._lost(exc)
-
     def _spider_idle(self, spider: Spider) -> None:
         """Stay while another process has work in hand (it may yet fill the queue), or
-        while Redis does not answer."""
+        while Redis does not answer: the Redis thread is asked, and its answer brings the
+        engine back here."""
         if self._gave_up:
             return
+        self._pump()
         self._settle(done_all=True)  # idle: nothing is in progress
-        if self._busy:
-            self._busy = False
-            self._set_busy(0)
-        wait = self._down_since is not None or bool(self._waiting)
-        if not wait:
-            try:
-                wait = bool(
-                    self._peers_busy(
-                        keys=[self.keys.workers, self.keys.busy, self.keys.leased],
-                        args=[self.member, STALE_SECONDS],
-                    )
-                )
-            except _REDIS_DOWN as exc:
-                self._lost(exc)
-                wait = not self._gave_up
-            if wait and self.stats is not None:
-                self.stats.inc_value("kc/frontier/waited_for_peers")
-        if wait:
-            # Look at the queue again soon, not on the engine's 5 s heartbeat (Scrapy has no
-            # public way to ask; without the engine's slot, the heartbeat it is).
-            nextcall = getattr(getattr(self._engine(), "_slot", None), "nextcall", None)
-            if nextcall is not None:
-                nextcall.schedule(POLL_SECONDS)
+        if self._down or self._unsettled or self._local:
+            self._wake(POLL_SECONDS)
             raise DontCloseSpider
+        if self._idle_answer_of == (self._epoch, False):
+            return  # nothing queued, leased or in another process's hands since it was asked
+        wait = self._idle_answered_at + POLL_SECONDS - time.monotonic()
+        if self._idle_answer_of == (self._epoch, True) and wait > 0:
+            self._wake(wait)  # the crawl was busy a moment ago: ask again in a while
+            raise DontCloseSpider
+        if self._idle_asked != self._epoch:
+            self._idle_asked = self._epoch
+            self._tell(idle_ask=self._epoch)
+        raise DontCloseSpider
 
-    def _beat_once(self) -> None:
-        if self._down_since is not None or self._gave_up:
+    def _sync(self, *, fill: bool = True, timeout: float = 30.0) -> None:
+        """Wait until the Redis thread has done what it was handed so far (with ``fill``,
+        taken requests ahead too), then run what it posted. For callers without a running
+        reactor (tests); the crawl never waits."""
+        thread = self._thread
+        if thread is None:
             return
-        self._settle(renew=True)
-        try:
-            self._heartbeat(keys=[self.keys.workers], args=[self.member])
-        except Exception as exc:  # a missed beat is not fatal; STALE_SECONDS allows several
-            logger.warning("shared frontier: heartbeat failed: %s", exc)
-
-    def close(self, reason: str) -> None:
-        for loop in (getattr(self, "_beat", None), getattr(self, "_watch", None)):
-            if loop is not None and loop.running:
-                loop.stop()
-        super().close(reason)  # SCHEDULER_PERSIST: keeps the shared state
-        if not hasattr(self, "keys") or self._gave_up:
-            return  # Redis lost: the other processes (or the next crawl) clear the keys
-        self._settle(done_all=True)
-        if self._down_since is not None:
-            return
-        try:
-            self.server.hdel(self.keys.busy, self.member)
-            others = self._membership(
-                keys=[self.keys.workers, *self.keys.state],
-                args=[self.member, STALE_SECONDS, "leave"],
+        with thread.cond:
+            if fill:
+                thread.want_fill = True
+                thread.retry_take_at = 0.0
+            thread.sync_asked += 1
+            ticket = thread.sync_asked
+            thread.cond.notify_all()
+            thread.cond.wait_for(
+                lambda: thread.sync_done >= ticket or not thread.thread.is_alive(), timeout
             )
-        except _REDIS_DOWN as exc:
-            logger.warning("shared frontier: could not leave the crawl in Redis: %s", exc)
+        self._pump()
+
+    def _vanish(self) -> None:
+        """Stop the Redis thread without a word to Redis, as a process that dies (tests)."""
+        thread = self._thread
+        if thread is None:
             return
-        if others:
-            logger.info("shared frontier: %s other process(es) still crawling", others)
-        else:
-            logger.info("shared frontier: last process of the crawl, its Redis keys cleared")
+        with thread.cond:
+            thread.vanish = thread.stop = True
+            thread.cond.notify_all()
+        thread.thread.join(30)
+        self._thread = None
+
+    def close(self, reason: str) -> Deferred[None] | None:
+        """Hand back what this process holds and leave the crawl (on the Redis thread; the
+        engine waits for it without blocking the reactor). SCHEDULER_PERSIST: the shared
+        state stays for the other processes, and the last to leave clears it."""
+        thread = self._thread
+        if thread is None:
+            return None
+        self._pump()
+        self._settle(done_all=True)
+        if self._loop is not None and thread.thread.is_alive():
+            self._closing = Deferred()
+        closing = self._closing
+        with thread.cond:
+            thread.stop = True
+            thread.cond.notify_all()
+        if closing is None:
+            thread.thread.join(60)
+            self._pump()
+        return closing
 
 
 class PageDupeFilter(RFPDupeFilter):  # type: ignore[misc]  # scrapy-redis has no type information
@@ -769,21 +1296,36 @@ class PageDupeFilter(RFPDupeFilter):  # type: ignore[misc]  # scrapy-redis has n
             return str(super().request_fingerprint(request))
         return page_fingerprint(*page)
 
-    def request_seen(self, request: Request) -> bool:
+    def schedule_key(self, request: Request) -> tuple[str, bool, str, int]:
+        """What scheduling ``request`` asks of Redis: its fingerprint ('' when it is not
+        filtered), whether it is a page's, and the page's source and ``max_pages`` ('' and 0
+        when it has no budget). Computed on the reactor thread; the shared scheduler's Redis
+        thread does the rest, for a batch at once."""
         page = self._page(request)
         if page is None:
-            return bool(super().request_seen(request))
+            return str(super().request_fingerprint(request)), False, "", 0
         if request.meta.get("redirect_urls") and page[1] == request.meta.get(meta.KEY):
-            return False  # a redirect to another spelling of the page: the page's own request
-        if self.server.sadd(self.key, page_fingerprint(*page)) == 0:
-            self._dropped(request, "kc/frontier/already_scheduled")
-            return True
+            return "", True, "", 0  # a redirect to another spelling of the page: its own request
         source = getattr(self.spider, "sources", {}).get(page[0])
-        budget = source.max_pages if source is not None else 0
+        budget = int(source.max_pages or 0) if source is not None else 0
         if not budget or self.budget_key is None:
+            return page_fingerprint(*page), True, "", 0
+        return page_fingerprint(*page), True, page[0], budget
+
+    def request_seen(self, request: Request) -> bool:
+        """One request, with a round trip each (scrapy-redis's own scheduler; the shared
+        scheduler sends batches from its Redis thread)."""
+        fingerprint, page, source, budget = self.schedule_key(request)
+        if not fingerprint:
+            return False
+        if self.server.sadd(self.key, fingerprint) == 0:
+            if page:
+                self._dropped(request, "kc/frontier/already_scheduled")
+            return True
+        if not source:
             return False
         # a new page of the crawl: it takes one of the source's max_pages, if any is left
-        if int(self.server.hincrby(self.budget_key, page[0], 1)) <= budget:
+        if int(self.server.hincrby(self.budget_key, source, 1)) <= budget:
             return False
         self._dropped(request, "kc/discovery/over_max_pages")
         return True

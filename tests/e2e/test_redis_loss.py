@@ -1,12 +1,14 @@
-"""A shared crawl whose Redis dies mid-crawl fails within a minute, and loses nothing (F-SCALE).
+"""A shared crawl whose Redis dies mid-crawl fails within a minute, and loses nothing; one
+whose Redis comes back within the grace goes on to the same rows (F-SCALE, issue 24).
 
 Each test runs a Redis server of its own (``redis-server`` on a free port, nothing kept on
-disk) and kills it; the shared one is never touched. Skipped without ``redis-server``,
+disk) and kills or stops it; the shared one is never touched. Skipped without ``redis-server``,
 except under ``CI=true``, where the test fails instead.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -27,7 +29,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 class OwnRedis:
     """A ``redis-server`` of this test's own, on a free port, that can be killed and
-    started again (empty: nothing is saved)."""
+    started again (empty: nothing is saved), or stopped and continued (keeping its keys)."""
 
     def __init__(self, tmp_path: Path) -> None:
         self.dir = tmp_path
@@ -57,8 +59,18 @@ class OwnRedis:
 
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGCONT)  # were it stopped
             self.process.send_signal(signal.SIGKILL)
             self.process.wait(timeout=30)
+
+    def pause(self) -> None:
+        """SIGSTOP: the server holds its connections and keys and answers nothing."""
+        assert self.process is not None and self.process.poll() is None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)
 
 
 @pytest.fixture
@@ -80,18 +92,30 @@ def crawl_env(db: Path, redis_url: str) -> dict[str, str]:
     return {**os.environ, "KC_DATABASE_URL": f"sqlite:///{db}", "KC_REDIS_URL": redis_url}
 
 
-def test_a_crawl_whose_redis_dies_fails_within_a_minute_and_the_rerun_completes(
-    site: TestSite, own_redis: OwnRedis, tmp_path: Path
-) -> None:
-    # The rows of the crawl uninterrupted, one process, no Redis.
+def uninterrupted_rows(site_url: str, tmp_path: Path) -> set[tuple[str, str, str]]:
+    """The rows of the crawl uninterrupted, one process, no Redis."""
     whole = tmp_path / "whole.db"
     done = subprocess.run(
-        command(site.url), cwd=REPO, env=crawl_env(whole, ""), capture_output=True, text=True,
+        command(site_url), cwd=REPO, env=crawl_env(whole, ""), capture_output=True, text=True,
         timeout=240, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     expected = rows(whole)
     assert len(expected) > 40
+    return expected
+
+
+def wait_for_pages(process: subprocess.Popen[bytes], db: Path, log: Path, pages: int) -> None:
+    deadline = time.monotonic() + 120
+    while count(db, "SELECT COUNT(*) FROM page_meta WHERE http_status = 200") < pages:
+        assert process.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+        time.sleep(0.05)
+
+
+def test_a_crawl_whose_redis_dies_fails_within_a_minute_and_the_rerun_completes(
+    site: TestSite, own_redis: OwnRedis, tmp_path: Path
+) -> None:
+    expected = uninterrupted_rows(site.url, tmp_path)
 
     db = tmp_path / "shared.db"
     site.slow("/", 0.3)
@@ -102,10 +126,7 @@ def test_a_crawl_whose_redis_dies_fails_within_a_minute_and_the_rerun_completes(
             stdout=subprocess.DEVNULL, stderr=sink,
         )  # fmt: skip
     try:
-        deadline = time.monotonic() + 120
-        while count(db, "SELECT COUNT(*) FROM page_meta WHERE http_status = 200") < 5:
-            assert process.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
-            time.sleep(0.05)
+        wait_for_pages(process, db, log, 5)
         own_redis.kill()
         lost_at = time.monotonic()
         try:
@@ -135,4 +156,45 @@ def test_a_crawl_whose_redis_dies_fails_within_a_minute_and_the_rerun_completes(
         text=True, timeout=240, check=False,
     )  # fmt: skip
     assert again.returncode == 0, again.stderr[-3000:]
+    assert rows(db) == expected
+
+
+def test_a_crawl_whose_redis_comes_back_within_the_grace_goes_on_to_the_same_rows(
+    site: TestSite, own_redis: OwnRedis, tmp_path: Path
+) -> None:
+    expected = uninterrupted_rows(site.url, tmp_path)
+
+    db = tmp_path / "shared.db"
+    site.slow("/", 0.3)
+    log = tmp_path / "paused.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            command(site.url), cwd=REPO, env=crawl_env(db, own_redis.url),
+            stdout=subprocess.DEVNULL, stderr=sink,
+        )  # fmt: skip
+    try:
+        wait_for_pages(process, db, log, 5)
+        # Stopped past a Redis call's timeout (10 s), so the crawl sees it gone, and back
+        # before the grace (KC_REDIS_GRACE_SECONDS, 10 s) from then ends: with its keys, and
+        # with the commands sent before the timeouts still to run.
+        own_redis.pause()
+        time.sleep(15)
+        assert process.poll() is None, log.read_text()[-3000:]
+        own_redis.resume()
+        site.slow("/", 0)
+        try:
+            process.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the crawl still runs 120 s after its Redis came back")
+    finally:
+        own_redis.resume()
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    err = log.read_text("utf-8", "replace")
+    assert process.returncode == 0, err[-3000:]
+    assert "answers again" in err, err[-3000:]
+    [run] = query(f"sqlite:///{db}", "SELECT outcome, counters FROM crawl_runs")
+    assert run["outcome"] == "finished"
+    assert json.loads(run["counters"]).get("kc/frontier/redis_outages", 0) >= 1
     assert rows(db) == expected

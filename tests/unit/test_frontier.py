@@ -143,6 +143,13 @@ def open_scheduler(prefix: str, **settings: Any) -> SharedScheduler:
     return shared
 
 
+def take(scheduler: SharedScheduler) -> Request | None:
+    """The scheduler's next request once its Redis thread has done what it was handed (the
+    engine, instead, is woken when it has: it never waits)."""
+    scheduler._sync()
+    return scheduler.next_request()
+
+
 @pytest.fixture
 def scheduler(redis_server: Any, redis_prefix: str) -> Iterator[SharedScheduler]:
     shared = open_scheduler(redis_prefix)
@@ -167,6 +174,7 @@ def test_a_pickled_entry_in_the_shared_queue_is_dropped_not_run(
 ) -> None:
     spider = scheduler.spider
     scheduler.enqueue_request(Request("https://x.test/a", callback=spider.parse, priority=1))
+    scheduler._sync(fill=False)
     # What anyone who can write to the crawl's Redis can do: an entry ahead of the others.
     ran = tmp_path / "ran"
     redis_server.zadd(scheduler.queue.key, {pickle.dumps(_Payload(ran)): -100})
@@ -174,24 +182,27 @@ def test_a_pickled_entry_in_the_shared_queue_is_dropped_not_run(
         scheduler.queue.key, {b'{"url": "https://x.test/b", "_class": "os.system"}': -99}
     )
     try:
-        taken = scheduler.next_request()
+        taken = take(scheduler)
     finally:
         assert not ran.exists(), "a queue entry ran code in the crawler"
     assert taken is not None and taken.url == "https://x.test/a" and taken.callback == spider.parse
     assert spider.crawler.stats.get_value("kc/frontier/bad_entries") == 2
-    assert scheduler.next_request() is None
+    assert take(scheduler) is None
     # what the crawl writes there is JSON
     scheduler.enqueue_request(Request("https://x.test/c", body=b"\xff", meta={"kc_depth": 2}))
-    [entry] = redis_server.zrange(scheduler.queue.key, 0, -1)
+    scheduler._sync(fill=False)
+    # in the queue, or already taken ahead of the engine (leased to this process)
+    queue = scheduler.queue
+    [entry] = redis_server.zrange(queue.key, 0, -1) + redis_server.zrange(queue.leased_key, 0, -1)
     assert json.loads(entry)["meta"] == {"kc_depth": 2}
-    back = scheduler.next_request()
+    back = take(scheduler)
     assert back is not None and back.body == b"\xff" and back.meta["kc_depth"] == 2
 
 
 def test_a_request_json_cannot_hold_stays_in_its_process(scheduler: SharedScheduler) -> None:
     scheduler.enqueue_request(Request("https://x.test/a", meta={"obj": object()}))
     assert scheduler.has_pending_requests()
-    taken = scheduler.next_request()
+    taken = take(scheduler)
     assert taken is not None and taken.url == "https://x.test/a"
     assert scheduler.spider.crawler.stats.get_value("kc/frontier/kept_local") == 1
 
@@ -203,23 +214,79 @@ def test_a_request_a_dead_process_had_taken_is_handed_out_again_when_its_lease_e
     live = open_scheduler(redis_prefix, KC_REDIS_LEASE_SECONDS=2)
     try:
         dead.enqueue_request(Request("https://x.test/a", callback=dead.spider.parse))
-        taken = dead.next_request()
+        taken = take(dead)
         assert taken is not None and taken.url == "https://x.test/a"
         # The process that took it dies (no close, no more heartbeats): its lease runs on.
-        dead._beat.stop()
-        assert live.next_request() is None  # leased: another process has it in hand
+        dead._vanish()
+        assert take(live) is None  # leased: another process has it in hand
         deadline = time.monotonic() + 60
         again = None
         while again is None and time.monotonic() < deadline:
             time.sleep(0.2)
-            again = live.next_request()
+            again = take(live)
         assert again is not None and again.url == "https://x.test/a"
         assert again.callback == live.spider.parse
         assert live.spider.crawler.stats.get_value("kc/frontier/reclaimed") == 1
         # done with it: finished, never handed out again
         live._settle(done_all=True)
+        live._sync(fill=False)
         time.sleep(2.5)
-        assert live.next_request() is None
+        assert take(live) is None
         assert redis_server.zcard(live.keys.leased) == 0
     finally:
         live.close("finished")
+
+
+def test_a_batch_or_take_whose_answer_was_lost_is_neither_lost_nor_done_twice(
+    scheduler: SharedScheduler, redis_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Redis that was stopped (SIGSTOP) past a call's timeout runs the call once it goes on:
+    the call the client gave up on and the one it sends again must count once."""
+    import hashlib
+    import threading
+
+    import redis
+    from redis.connection import AbstractConnection
+
+    from knowledge_crawler.crawl.frontier import _SCHEDULE, _TAKE
+
+    lose = {hashlib.sha1(script.encode()).hexdigest().encode() for script in (_SCHEDULE, _TAKE)}
+    sent: dict[int, bytes] = {}
+    send, read = AbstractConnection.send_packed_command, AbstractConnection.read_response
+
+    def sending(self: Any, command: Any, check_health: bool = True) -> None:
+        sent[id(self)] = b"".join(command) if isinstance(command, list) else bytes(command)
+        send(self, command, check_health)
+
+    def reading(self: Any, *args: Any, **kwargs: Any) -> Any:
+        answer = read(self, *args, **kwargs)  # Redis ran it ...
+        if threading.current_thread().name == "kc-frontier-redis":
+            for sha in list(lose):
+                if sha in sent.get(id(self), b""):
+                    lose.discard(sha)
+                    raise redis.TimeoutError("Timeout reading from socket")  # ... the answer lost
+        return answer
+
+    monkeypatch.setattr(AbstractConnection, "send_packed_command", sending)
+    monkeypatch.setattr(AbstractConnection, "read_response", reading)
+    spider = scheduler.spider
+    for url in ("https://x.test/a", "https://x.test/b"):
+        scheduler.enqueue_request(page("docs", url).replace(callback=spider.parse))
+    deadline = time.monotonic() + 30
+    taken: list[str] = []
+    while len(taken) < 2 and time.monotonic() < deadline:
+        request = take(scheduler)
+        if request is not None:
+            taken.append(request.url)
+    assert sorted(taken) == ["https://x.test/a", "https://x.test/b"]
+    assert not lose, "both answers must have been lost for this test to mean anything"
+    stats = spider.crawler.stats
+    assert stats.get_value("kc/frontier/redis_outages") == 2
+    assert stats.get_value("kc/frontier/already_scheduled") is None
+    assert stats.get_value("scheduler/enqueued/redis") == 2
+    assert stats.get_value("kc/frontier/kept_local") is None
+    assert take(scheduler) is None
+    scheduler._settle(done_all=True)
+    scheduler._sync(fill=False)
+    assert redis_server.zcard(scheduler.keys.leased) == 0
+    assert redis_server.zcard(scheduler.keys.requests) == 0
