@@ -12,7 +12,11 @@ is cheap. This module orchestrates; each step lives in its own pure module:
    styles, media, form controls, ``<head>``) so trafilatura's whole-tree passes have
    less to walk;
 3. trafilatura's main extractor runs in *fast* mode (no readability/jusText
-   comparison pass, which is where most of its time goes) with *recall* focus;
+   comparison pass, which is where most of its time goes) with *recall* focus, on
+   our tree without copying it first; its slowest XPath selections are replaced by
+   equal ones that do not call back into Python per element
+   (:mod:`~knowledge_crawler.transform.fastpaths`), and a tree copy that only the
+   comparison pass reads is skipped;
 4. the extracted element tree is rendered by our own serializer
    (:mod:`~knowledge_crawler.transform.render`) into markdown (headings, paragraphs,
    lists, tables, code blocks; link and image URLs and inline emphasis dropped so that
@@ -36,6 +40,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from knowledge_crawler.transform import fastpaths
 from knowledge_crawler.transform._text import WORD_RE
 from knowledge_crawler.transform.clean import clean_text
 from knowledge_crawler.transform.decode import decode_html, looks_like_html
@@ -137,6 +142,8 @@ def _options() -> Any:
         logging.getLogger("trafilatura").setLevel(logging.CRITICAL)
         logging.getLogger("htmldate").setLevel(logging.CRITICAL)
         _speed_up_forum_check()
+        _skip_unused_backup()
+        fastpaths.install()
         opts = Extractor(
             output_format="markdown",
             fast=True,
@@ -179,6 +186,33 @@ def _speed_up_forum_check() -> None:
     forum_thread_page._kc_fast = True  # type: ignore[attr-defined]
     forum_thread_page.__wrapped__ = original  # type: ignore[attr-defined]
     core._forum_thread_page = forum_thread_page
+
+
+def _skip_unused_backup() -> None:
+    """Spare trafilatura a whole-tree copy that our options never read.
+
+    ``_prepare_tree`` returns the cleaned tree and a copy of it from before tag
+    conversion; only the readability/jusText comparison (not run in *fast* mode) and
+    comment extraction (off) read that copy. With those options the copy is skipped
+    (``None`` in its place); any other options get trafilatura's own function.
+    """
+    from copy import copy
+
+    import trafilatura.core as core
+    from trafilatura.htmlprocessing import convert_tags, tree_cleaning
+
+    original = getattr(core, "_prepare_tree", None)
+    if original is None or getattr(original, "_kc_fast", False):
+        return
+
+    def prepare_tree(tree: HtmlElement, options: Any, url: str | None) -> tuple[Any, Any]:
+        if not options.fast or options.comments:
+            return original(tree, options, url)  # type: ignore[no-any-return]
+        return convert_tags(tree_cleaning(copy(tree), options), options, url), None
+
+    prepare_tree._kc_fast = True  # type: ignore[attr-defined]
+    prepare_tree.__wrapped__ = original  # type: ignore[attr-defined]
+    core._prepare_tree = prepare_tree
 
 
 def _parse(html: str) -> HtmlElement | None:
@@ -339,7 +373,7 @@ def _same_text(a: str, b: str) -> bool:
 
 
 def _main_content(tree: HtmlElement, url: str | None) -> Any:
-    from trafilatura.core import bare_extraction
+    import trafilatura.core as core
 
     options = _options()
     if url:
@@ -347,7 +381,13 @@ def _main_content(tree: HtmlElement, url: str | None) -> Any:
 
         options = copy(options)
         options.url = options.source = url
-    doc = bare_extraction(tree, options=options)
-    if doc is None:
+    sequence = getattr(core, "trafilatura_sequence", None)
+    if sequence is None:  # pragma: no cover - trafilatura's internals changed
+        doc = core.bare_extraction(tree, options=options)
+        return None if doc is None else getattr(doc, "body", None)
+    # What bare_extraction does for our options, without its copy of the whole tree
+    # (the tree is ours to change, see extract_tree) and without metadata.
+    body, text, _comments, comments_text = sequence(tree, options, options.url)
+    if len(text) < options.min_output_size and len(comments_text) < options.min_output_comm_size:
         return None
-    return getattr(doc, "body", None)
+    return body
