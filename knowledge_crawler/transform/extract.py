@@ -362,10 +362,34 @@ _NEVER_CONTENT = (
 
 
 def _prune(tree: HtmlElement) -> None:
-    """Cheap pre-pass: drop subtrees that are never main content (C-speed, one walk)."""
-    from lxml.etree import strip_elements
+    """Cheap pre-pass: drop subtrees that are never main content (C-speed, one walk),
+    and keep code that trafilatura would lose.
+
+    * A ``<figure>`` holding a ``<pre>`` is a code listing (file name, code, caption),
+      not an illustration: it becomes a ``<div>`` (trafilatura deletes figures, and
+      keeps only those that hold a table).
+    * A ``<pre>`` without ``<code>`` gets one around its content: trafilatura turns a
+      bare ``<pre>`` that does not look like code into a quotation, and inside a list
+      item collapses its lines; ``<pre><code>`` it keeps as a code block, line breaks
+      and indentation included. A language class on the ``<pre>`` moves to the code.
+    """
+    from lxml.etree import Element, strip_elements
 
     strip_elements(tree, *_NEVER_CONTENT, with_tail=False)
+    for figure in tree.iter("figure"):
+        if figure.find(".//pre") is not None:
+            figure.tag = "div"
+    for pre in tree.iter("pre"):
+        if pre.find(".//code") is not None:
+            continue
+        code = Element("code")
+        language = pre.get("class") or ""
+        if "language-" in language or "lang-" in language:
+            code.set("class", language)
+        code.text, pre.text = pre.text, None
+        for child in list(pre):
+            code.append(child)  # its tail moves with it
+        pre.append(code)
 
 
 def _same_text(a: str, b: str) -> bool:

@@ -46,6 +46,7 @@ class Block:
     marker: str = ""  # "-" or "1." for list items
     rows: list[list[str]] | None = None
     header: bool = False  # table: first row is a header row
+    lang: str = ""  # code: the language its class names (``language-rust``), if any
 
 
 _BLOCK_TAGS = frozenset({"p", "head", "list", "item", "table", "code", "quote", "div"})
@@ -114,7 +115,7 @@ def _collect(el: Any, out: list[Block], depth: int) -> None:
         elif tag == "code":
             text = "".join(child.itertext()).strip("\n")
             if text.strip():
-                out.append(Block("code", text))
+                out.append(Block("code", text, lang=code_language(child)))
         elif tag == "quote":
             if any(isinstance(c.tag, str) and c.tag in _BLOCK_TAGS for c in child):
                 sub: list[Block] = []
@@ -130,6 +131,8 @@ def _collect(el: Any, out: list[Block], depth: int) -> None:
                     out.append(Block("quote", text))
         elif tag in ("div", "body", "item", "row", "cell"):
             _collect(child, out, depth)
+        elif tag == "p" and any(_nested_block(c) or c.tag == "p" for c in child):
+            _collect_mixed(child, out, depth)
         else:  # p, and inline elements stray at block level
             text = _inline(child, keep_breaks=tag == "p")
             if text:
@@ -138,8 +141,80 @@ def _collect(el: Any, out: list[Block], depth: int) -> None:
             out.append(Block("p", norm(child.tail)))
 
 
+def _nested_block(el: Any) -> bool:
+    """Whether a child of a list item is a block of its own under the item.
+
+    trafilatura gives a list item's ``<pre>`` and its inline ``<code>`` the same tag;
+    only code that spans lines is a code block, a one-line ``code`` is part of the
+    item's sentence (``name <string>``) and stays in place.
+    """
+    tag = el.tag
+    if tag == "code":
+        return "\n" in "".join(el.itertext()).strip("\n")
+    return tag in ("list", "table", "quote")
+
+
+_LANG_RE = re.compile(r"(?:^|\s)(?:language|lang)-([A-Za-z0-9_+#.-]{1,30})")
+#: info strings that clean_text reads as script leftovers and drops with their block
+_UNSAFE_INFO = frozenset({"script", "style", "javascript", "css"})
+
+
+def code_language(el: Any) -> str:
+    """The language a code block's class names (``language-rust``, ``lang-py``), or "".
+
+    Looks at the element and its ``code`` descendants (``<pre><code class=...>``).
+    Languages that :func:`~knowledge_crawler.transform.clean.clean_text` would take
+    for a script leftover (``javascript``, ``css``) are left out: the fence stays bare
+    so that the code itself is kept.
+    """
+    for node in (el, *el.iter("code")):
+        m = _LANG_RE.search(node.get("class") or "")
+        if m:
+            lang = m.group(1).lower()
+            return "" if lang in _UNSAFE_INFO else lang
+    return ""
+
+
+def _collect_mixed(p: Any, out: list[Block], depth: int) -> None:
+    """A paragraph that holds blocks (trafilatura makes a ``<div>`` with a text run and a
+    ``<pre>`` one ``<p>``): each run of text is a paragraph, each block keeps its kind,
+    in document order."""
+    from lxml.etree import Element
+
+    run = Element("p")
+
+    def flush() -> None:
+        nonlocal run
+        text = _inline(run, keep_breaks=True)
+        if text:
+            out.append(Block("p", text))
+        run = Element("p")
+
+    def add_text(text: str | None) -> None:
+        if not text:
+            return
+        if len(run):
+            run[-1].tail = (run[-1].tail or "") + text
+        else:
+            run.text = (run.text or "") + text
+
+    add_text(p.text)
+    for child in p:
+        if not isinstance(child.tag, str):
+            add_text(child.tail)
+        elif _nested_block(child) or child.tag == "p":
+            flush()
+            _collect(_wrap(child), out, depth)
+            add_text(child.tail)
+        else:
+            run.append(_copy(child))
+            add_text(child.tail)
+    flush()
+
+
 def _collect_list(lst: Any, out: list[Block], depth: int) -> None:
     ordered = lst.get("rend") == "ol"
+    definitions = lst.get("rend") == "dl"
     n = 0
     for item in lst:
         if item.tag != "item":
@@ -150,26 +225,29 @@ def _collect_list(lst: Any, out: list[Block], depth: int) -> None:
             continue
         n += 1
         marker = f"{n}." if ordered else "-"
-        nested = [c for c in item if c.tag in ("list", "table", "code", "quote")]
+        level = depth
+        if definitions and (item.get("rend") or "").startswith("dd"):
+            level = depth + 1  # a definition belongs under its term
+        nested = [c for c in item if _nested_block(c)]
         if nested:
-            # text before/around nested lists belongs to the item itself
+            # text before/around nested blocks belongs to the item itself, in order
             parts: list[str] = [item.text or ""]
             for c in item:
-                if c.tag not in ("list", "table", "code", "quote"):
+                if not _nested_block(c):
                     parts.append(_inline(c))
                 parts.append(c.tail or "")
             text = norm(" ".join(parts))
             if text:
-                out.append(Block("li", text, level=depth, marker=marker))
+                out.append(Block("li", text, level=level, marker=marker))
             for c in nested:
                 if c.tag == "list":
-                    _collect_list(c, out, depth + 1)
+                    _collect_list(c, out, level + 1)
                 else:
-                    _collect(_wrap(c), out, depth + 1)
+                    _collect(_wrap(c), out, level + 1)
         else:
             text = _inline(item)
             if text:
-                out.append(Block("li", text, level=depth, marker=marker))
+                out.append(Block("li", text, level=level, marker=marker))
 
 
 def _wrap(el: Any) -> Any:
@@ -369,7 +447,7 @@ def render_markdown(blocks: list[Block]) -> str:
             fence = "```"
             while fence in b.text:
                 fence += "`"
-            chunk = f"{fence}\n{b.text}\n{fence}"
+            chunk = f"{fence}{b.lang}\n{b.text}\n{fence}"
         elif b.kind == "quote":
             chunk = "\n".join(f"> {line}" for line in b.text.split("\n"))
         elif b.kind == "table":
