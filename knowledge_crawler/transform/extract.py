@@ -365,6 +365,8 @@ def _prune(tree: HtmlElement) -> None:
     """Cheap pre-pass: drop subtrees that are never main content (C-speed, one walk),
     and keep code that trafilatura would lose.
 
+    * A heading's permalink (``<a href="#id">#</a>``, ``¶``, ``§``) is not part of
+      the heading's text: it goes.
     * A ``<figure>`` holding a ``<pre>`` is a code listing (file name, code, caption),
       not an illustration: it becomes a ``<div>`` (trafilatura deletes figures, and
       keeps only those that hold a table).
@@ -376,6 +378,9 @@ def _prune(tree: HtmlElement) -> None:
     from lxml.etree import Element, strip_elements
 
     strip_elements(tree, *_NEVER_CONTENT, with_tail=False)
+    for link in list(tree.iter("a")):
+        if _is_permalink(link):
+            _drop_keeping_tail(link)
     for figure in tree.iter("figure"):
         if figure.find(".//pre") is not None:
             figure.tag = "div"
@@ -390,6 +395,32 @@ def _prune(tree: HtmlElement) -> None:
         for child in list(pre):
             code.append(child)  # its tail moves with it
         pre.append(code)
+
+
+_PERMALINK_TEXT = frozenset({"#", "¶", "§", "🔗"})
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+
+
+def _is_permalink(link: HtmlElement) -> bool:
+    """A link inside a heading to an anchor of the page whose text is only a symbol."""
+    if not (link.get("href") or "").startswith("#"):
+        return False
+    if "".join(link.itertext()).strip() not in _PERMALINK_TEXT:
+        return False
+    return any(a.tag in _HEADINGS for a in link.iterancestors())
+
+
+def _drop_keeping_tail(el: HtmlElement) -> None:
+    parent = el.getparent()
+    if parent is None:
+        return
+    if el.tail:
+        previous = el.getprevious()
+        if previous is None:
+            parent.text = (parent.text or "") + el.tail
+        else:
+            previous.tail = (previous.tail or "") + el.tail
+    parent.remove(el)
 
 
 def _same_text(a: str, b: str) -> bool:

@@ -70,7 +70,7 @@ def _inline(el: Any, *, keep_breaks: bool = False) -> str:
                 parts.append(_BREAK if keep_breaks else " ")
             elif tag in _SKIP_TAGS or not isinstance(tag, str):
                 pass
-            elif tag in _BLOCK_TAGS:
+            elif tag in _BLOCK_TAGS and not (tag == "code" and not _nested_block(child)):
                 parts.append(" ")
                 walk(child)
                 parts.append(" ")
@@ -113,9 +113,10 @@ def _collect(el: Any, out: list[Block], depth: int) -> None:
         elif tag == "table":
             _collect_table(child, out)
         elif tag == "code":
-            text = "".join(child.itertext()).strip("\n")
-            if text.strip():
-                out.append(Block("code", text, lang=code_language(child)))
+            for part in _code_parts(child):
+                text = "".join(part.itertext()).strip("\n")
+                if text.strip():
+                    out.append(Block("code", text, lang=code_language(part)))
         elif tag == "quote":
             if any(isinstance(c.tag, str) and c.tag in _BLOCK_TAGS for c in child):
                 sub: list[Block] = []
@@ -152,6 +153,21 @@ def _nested_block(el: Any) -> bool:
     if tag == "code":
         return "\n" in "".join(el.itertext()).strip("\n")
     return tag in ("list", "table", "quote")
+
+
+def _code_parts(code: Any) -> list[Any]:
+    """A code block, or the blocks it holds side by side: a ``<pre>`` with two
+    ``<code>`` (the same example as ES module and CommonJS, one shown at a time) is
+    two blocks, not one line run together."""
+    inner = [c for c in code if isinstance(c.tag, str)]
+    if (
+        len(inner) > 1
+        and all(c.tag == "code" for c in inner)
+        and not (code.text or "").strip()
+        and not any((c.tail or "").strip() for c in inner)
+    ):
+        return inner
+    return [code]
 
 
 _LANG_RE = re.compile(r"(?:^|\s)(?:language|lang)-([A-Za-z0-9_+#.-]{1,30})")

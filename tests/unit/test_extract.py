@@ -507,3 +507,69 @@ def test_trafilatura_forum_check_is_replaced_by_an_equal_one(head: str) -> None:
     tree = html.fromstring(page)
     assert fast(tree) == fast.__wrapped__(tree)
     assert fast(tree) == ("DiscussionForumPosting" in head and "ld+json" in head)
+
+
+_PARAS = "".join(
+    f"<p>Paragraph {i} of the article has enough words to count as real body text here.</p>"
+    for i in range(4)
+)
+
+
+def _md(fragment: str) -> str:
+    return extract(
+        f"<html><body><article>{_PARAS}{fragment}{_PARAS}</article></body></html>"
+    ).markdown
+
+
+def test_inline_code_in_a_list_item_stays_in_its_sentence() -> None:
+    md = _md("<ul><li><code>name</code> &lt;string&gt; the file name</li></ul>")
+    assert "- name <string> the file name" in md
+    assert "```\nname\n```" not in md
+
+
+def test_a_bare_pre_keeps_its_lines_in_a_list_item_and_at_top_level() -> None:
+    md = _md("<pre>make all\n  make install</pre><ul><li>Run:<pre>cc -o x\n    x.c</pre></li></ul>")
+    assert "```\nmake all\n  make install\n```" in md
+    assert "- Run:" in md
+    assert "```\ncc -o x\n    x.c\n```" in md
+
+
+def test_a_code_listing_figure_is_kept_with_its_language() -> None:
+    md = _md(
+        '<figure class="listing"><span>Filename: src/main.rs</span>'
+        '<pre><code class="language-rust">fn main() {\n    run();\n}</code></pre>'
+        "<figcaption>Listing 1: <code>main</code></figcaption></figure>"
+    )
+    assert (
+        "Filename: src/main.rs\n\n```rust\nfn main() {\n    run();\n}\n```\n\nListing 1: main" in md
+    )
+
+
+def test_two_code_elements_in_one_pre_are_two_blocks() -> None:
+    md = _md(
+        '<pre><code class="language-js mjs">import a from "a";</code>'
+        '<code class="language-js cjs">const a = require("a");</code></pre>'
+    )
+    # (trafilatura drops the classes of a <pre> it reads as a quotation: no language here)
+    assert '```\nimport a from "a";\n```\n\n```\nconst a = require("a");\n```' in md
+
+
+def test_script_like_languages_stay_bare_so_clean_keeps_the_code() -> None:
+    code = '<pre><code class="language-javascript">let x = 1;\nx++;</code></pre>'
+    page = f"<html><body><article>{_PARAS}{code}{_PARAS}</article></body></html>"
+    stored = extract(page).cleaned().markdown
+    assert "```\nlet x = 1;\nx++;\n```" in stored
+
+
+def test_heading_permalinks_are_not_heading_text() -> None:
+    md = _md(
+        '<h2>Setup<a class="mark" href="#setup">#</a></h2><p>Words of the setup section here.</p>'
+        "<h3>C#</h3><p>Words about the language here.</p>"
+    )
+    assert "## Setup\n" in md
+    assert "### C#" in md
+
+
+def test_a_definition_is_nested_under_its_term() -> None:
+    md = _md("<dl><dt>--dry-run</dt><dd>Displays what would be updated.</dd></dl>")
+    assert "- --dry-run\n  - Displays what would be updated." in md
