@@ -215,14 +215,95 @@ def _skip_unused_backup() -> None:
     core._prepare_tree = prepare_tree
 
 
-def _parse(html: str) -> HtmlElement | None:
-    from trafilatura.utils import load_html
+#: bytes that are C0 control characters other than tab, newline and carriage return
+_C0_CONTROLS = bytes([*range(0, 9), 11, 12, *range(14, 32)])
+
+
+def _without_controls(raw: bytes) -> bool:
+    """Whether page bytes hold no C0 control character except tab, LF and CR.
+
+    Then no ASCII-compatible decoding of them holds one either (in every such
+    encoding, multi-byte ones included, a byte below 0x20 is that character and
+    nothing else); UTF-16 and UTF-32 text has NUL bytes, so it is never taken for
+    clean here. One C-speed pass instead of a regular expression over the text.
+    """
+    return len(raw.translate(None, _C0_CONTROLS)) == len(raw)
+
+
+def _parser() -> Any:
+    """trafilatura's HTML parser settings, with lxml's C element-class lookup.
+
+    ``lxml.html``'s own lookup is a Python callback run for every element object
+    lxml creates (some 160 thousand on the dev set); it only tells form controls
+    apart, which extraction drops anyway. Every element is an ``HtmlElement``.
+    """
+    parser = _STATE.get("parser")
+    if parser is None:
+        from lxml.etree import ElementDefaultClassLookup, HTMLParser
+        from lxml.html import HtmlComment, HtmlElement, HtmlEntity, HtmlProcessingInstruction
+
+        parser = HTMLParser(  # type: ignore[call-arg]  # (lxml-stubs lack default_doctype)
+            collect_ids=False,
+            default_doctype=False,
+            encoding="utf-8",
+            remove_comments=True,
+            remove_pis=True,
+        )
+        parser.set_element_class_lookup(
+            ElementDefaultClassLookup(
+                element=HtmlElement,
+                comment=HtmlComment,
+                pi=HtmlProcessingInstruction,
+                entity=HtmlEntity,
+            )
+        )
+        _STATE["parser"] = parser
+    return parser
+
+
+def _parse(html: str, *, no_controls: bool = False) -> HtmlElement | None:
+    """The page's tree as trafilatura's ``load_html`` builds it from text.
+
+    The same repairs (control characters, a doctype with a slash, a self-closing
+    ``<html/>``), fallbacks and rejection of non-HTML, with two savings: the regular
+    expression that removes control characters over the whole text is skipped when
+    the caller knows there are none (``no_controls``, from :func:`_without_controls`
+    and a check for U+FFFE/U+FFFF), and elements get their class from :func:`_parser`.
+    ``tests/unit/test_extract.py`` compares the trees with ``load_html``'s.
+    """
+    from lxml.html import fromstring
+    from trafilatura.utils import DOCTYPE_TAG, FAULTY_HTML, is_dubious_html, repair_faulty_html
 
     try:
-        tree = load_html(html)
+        beginning = html[:50].lower()
+        dubious = is_dubious_html(beginning)
+        if no_controls and "\ufffe" not in html and "\uffff" not in html:
+            if "doctype" in beginning:
+                firstline, _, rest = html.partition("\n")
+                html = DOCTYPE_TAG.sub("", firstline, count=1) + "\n" + rest
+            for line in html[:4096].splitlines()[:4]:
+                if "<html" in line and line.endswith("/>"):
+                    html = FAULTY_HTML.sub(r"\1>", html, count=1)
+                    break
+        else:
+            html = repair_faulty_html(html, beginning)
+        parser = _parser()
+        tree = None
+        retried = False
+        try:
+            tree = fromstring(html, parser=parser)
+        except ValueError:  # a text with an XML encoding declaration: parse its bytes
+            tree = fromstring(html.encode("utf8", "surrogatepass"), parser=parser)
+            retried = True
+        except Exception:
+            tree = None
+        if (tree is None or len(tree) < 1) and not retried:
+            tree = fromstring(html.encode("utf8", "surrogatepass"), parser=parser)
+        if tree is not None and dubious and len(tree) < 2:
+            return None
+        return tree
     except Exception:
         return None
-    return tree
 
 
 def extract(html: str | bytes, *, url: str | None = None) -> Extraction:
@@ -295,13 +376,16 @@ def extract_selected(html: str | bytes, selector: str) -> Extraction | None:
 
 def _page_tree(html: str | bytes, caller: str) -> HtmlElement | None:
     """The page parsed, or None for an empty or unparsable one."""
+    no_controls = False
     if isinstance(html, bytes | bytearray | memoryview):
-        html = decode_html(bytes(html))
+        raw = bytes(html)
+        no_controls = _without_controls(raw)
+        html = decode_html(raw)
     elif not isinstance(html, str):
         raise ValueError(f"{caller}() needs str or bytes, not {type(html).__name__}")
     if "\x00" in html:
         html = html.replace("\x00", "")
-    return _parse(html) if html.strip() else None
+    return _parse(html, no_controls=no_controls) if html.strip() else None
 
 
 def _page_facts(tree: HtmlElement) -> tuple[str | None, str | None]:
@@ -378,7 +462,7 @@ def _prune(tree: HtmlElement) -> None:
     from lxml.etree import Element, strip_elements
 
     strip_elements(tree, *_NEVER_CONTENT, with_tail=False)
-    for link in list(tree.iter("a")):
+    for link in [a for h in tree.iter(*_HEADINGS) for a in h.iter("a")]:
         if _is_permalink(link):
             _drop_keeping_tail(link)
     for figure in tree.iter("figure"):
@@ -402,12 +486,10 @@ _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 
 
 def _is_permalink(link: HtmlElement) -> bool:
-    """A link inside a heading to an anchor of the page whose text is only a symbol."""
+    """A link (inside a heading) to an anchor of the page whose text is only a symbol."""
     if not (link.get("href") or "").startswith("#"):
         return False
-    if "".join(link.itertext()).strip() not in _PERMALINK_TEXT:
-        return False
-    return any(a.tag in _HEADINGS for a in link.iterancestors())
+    return "".join(link.itertext()).strip() in _PERMALINK_TEXT
 
 
 def _drop_keeping_tail(el: HtmlElement) -> None:

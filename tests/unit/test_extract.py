@@ -573,3 +573,32 @@ def test_heading_permalinks_are_not_heading_text() -> None:
 def test_a_definition_is_nested_under_its_term() -> None:
     md = _md("<dl><dt>--dry-run</dt><dd>Displays what would be updated.</dd></dl>")
     assert "- --dry-run\n  - Displays what would be updated." in md
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        b"<html><body><p>plain</p></body></html>",
+        "<html><body>\x0bcontrol and \ufffe noncharacter</body></html>".encode(),
+        b"<!DOCTYPE html PUBLIC '-//W3C//DTD XHTML 1.0//EN' 'x.dtd'/>\n<html><body>d</body></html>",
+        b"<?xml version='1.0' encoding='utf-8'?><html><body><p>x</p></body></html>",
+        b"<html/>\n<body><p>self-closing html</p></body>",
+        "<html><body><p>caf\xe9 \x01</p></body></html>".encode("cp1252"),
+        "<html><body><p>utf-16 text</p></body></html>".encode("utf-16"),
+        b"just text, not html",
+    ],
+)
+def test_parse_builds_the_tree_load_html_builds(page: bytes) -> None:
+    """Our parse skips a regex pass and lxml.html's Python class lookup, nothing else."""
+    from lxml import etree
+    from trafilatura.utils import load_html
+
+    from knowledge_crawler.transform.extract import decode_html, parse_page
+
+    ours = parse_page(page)
+    text = decode_html(page).replace("\x00", "")
+    theirs = load_html(text) if text.strip() else None
+    assert (ours is None) == (theirs is None)
+    if ours is not None:
+        assert etree.tostring(ours) == etree.tostring(theirs)
+        assert hasattr(ours, "text_content")  # trafilatura reads lxml.html's methods
