@@ -246,24 +246,39 @@ def _collect_list(lst: Any, out: list[Block], depth: int) -> None:
             level = depth + 1  # a definition belongs under its term
         nested = [c for c in item if _nested_block(c)]
         if nested:
-            # text before/around nested blocks belongs to the item itself, in order
-            parts: list[str] = [item.text or ""]
-            for c in item:
-                if not _nested_block(c):
-                    parts.append(_inline(c))
-                parts.append(c.tail or "")
-            text = norm(" ".join(parts))
-            if text:
-                out.append(Block("li", text, level=level, marker=marker))
-            for c in nested:
-                if c.tag == "list":
-                    _collect_list(c, out, level + 1)
-                else:
-                    _collect(_wrap(c), out, level + 1)
+            _collect_item(item, out, level, marker)
         else:
             text = _inline(item)
             if text:
                 out.append(Block("li", text, level=level, marker=marker))
+
+
+def _collect_item(item: Any, out: list[Block], level: int, marker: str) -> None:
+    """A list item holding blocks: its text, its nested blocks and the text between
+    them, in document order; text after a nested block continues the item (a line
+    without a marker of its own)."""
+    parts: list[str] = [item.text or ""]
+    marked = False
+
+    def flush() -> None:
+        nonlocal parts, marked
+        text = norm(" ".join(parts))
+        parts = []
+        if text:
+            out.append(Block("li", text, level=level, marker="" if marked else marker))
+            marked = True
+
+    for c in item:
+        if _nested_block(c):
+            flush()
+            if c.tag == "list":
+                _collect_list(c, out, level + 1)
+            else:
+                _collect(_wrap(c), out, level + 1)
+        else:
+            parts.append(_inline(c))
+        parts.append(c.tail or "")
+    flush()
 
 
 def _wrap(el: Any) -> Any:
@@ -457,6 +472,8 @@ def render_markdown(blocks: list[Block]) -> str:
     for b in blocks:
         if b.kind == "h":
             chunk = f"{'#' * b.level} {b.text}"
+        elif b.kind == "li" and not b.marker:  # the item's text after a nested block
+            chunk = f"{'  ' * (b.level + 1)}{b.text}"
         elif b.kind == "li":
             chunk = f"{'  ' * b.level}{b.marker} {b.text}"
         elif b.kind == "code":

@@ -602,3 +602,11 @@ def test_parse_builds_the_tree_load_html_builds(page: bytes) -> None:
     if ours is not None:
         assert etree.tostring(ours) == etree.tostring(theirs)
         assert hasattr(ours, "text_content")  # trafilatura reads lxml.html's methods
+
+
+def test_text_after_a_nested_list_stays_after_it() -> None:
+    md = _md(
+        "<ul><li>Colors:<ul><li>auto</li><li>never</li></ul>May also be set in config.</li>"
+        "<li>next item</li></ul>"
+    )
+    assert "- Colors:\n  - auto\n  - never\n  May also be set in config.\n- next item" in md
