@@ -12,7 +12,11 @@ is cheap. This module orchestrates; each step lives in its own pure module:
    styles, media, form controls, ``<head>``) so trafilatura's whole-tree passes have
    less to walk;
 3. trafilatura's main extractor runs in *fast* mode (no readability/jusText
-   comparison pass, which is where most of its time goes) with *recall* focus;
+   comparison pass, which is where most of its time goes) with *recall* focus, on
+   our tree without copying it first; its slowest XPath selections are replaced by
+   equal ones that do not call back into Python per element
+   (:mod:`~knowledge_crawler.transform.fastpaths`), and a tree copy that only the
+   comparison pass reads is skipped;
 4. the extracted element tree is rendered by our own serializer
    (:mod:`~knowledge_crawler.transform.render`) into markdown (headings, paragraphs,
    lists, tables, code blocks; link and image URLs and inline emphasis dropped so that
@@ -36,6 +40,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from knowledge_crawler.transform import fastpaths
 from knowledge_crawler.transform._text import WORD_RE
 from knowledge_crawler.transform.clean import clean_text
 from knowledge_crawler.transform.decode import decode_html, looks_like_html
@@ -137,6 +142,8 @@ def _options() -> Any:
         logging.getLogger("trafilatura").setLevel(logging.CRITICAL)
         logging.getLogger("htmldate").setLevel(logging.CRITICAL)
         _speed_up_forum_check()
+        _skip_unused_backup()
+        fastpaths.install()
         opts = Extractor(
             output_format="markdown",
             fast=True,
@@ -181,14 +188,122 @@ def _speed_up_forum_check() -> None:
     core._forum_thread_page = forum_thread_page
 
 
-def _parse(html: str) -> HtmlElement | None:
-    from trafilatura.utils import load_html
+def _skip_unused_backup() -> None:
+    """Spare trafilatura a whole-tree copy that our options never read.
+
+    ``_prepare_tree`` returns the cleaned tree and a copy of it from before tag
+    conversion; only the readability/jusText comparison (not run in *fast* mode) and
+    comment extraction (off) read that copy. With those options the copy is skipped
+    (``None`` in its place); any other options get trafilatura's own function.
+    """
+    from copy import copy
+
+    import trafilatura.core as core
+    from trafilatura.htmlprocessing import convert_tags, tree_cleaning
+
+    original = getattr(core, "_prepare_tree", None)
+    if original is None or getattr(original, "_kc_fast", False):
+        return
+
+    def prepare_tree(tree: HtmlElement, options: Any, url: str | None) -> tuple[Any, Any]:
+        if not options.fast or options.comments:
+            return original(tree, options, url)  # type: ignore[no-any-return]
+        return convert_tags(tree_cleaning(copy(tree), options), options, url), None
+
+    prepare_tree._kc_fast = True  # type: ignore[attr-defined]
+    prepare_tree.__wrapped__ = original  # type: ignore[attr-defined]
+    core._prepare_tree = prepare_tree
+
+
+#: bytes that are C0 control characters other than tab, newline and carriage return
+_C0_CONTROLS = bytes([*range(0, 9), 11, 12, *range(14, 32)])
+
+
+def _without_controls(raw: bytes) -> bool:
+    """Whether page bytes hold no C0 control character except tab, LF and CR.
+
+    Then no ASCII-compatible decoding of them holds one either (in every such
+    encoding, multi-byte ones included, a byte below 0x20 is that character and
+    nothing else); UTF-16 and UTF-32 text has NUL bytes, so it is never taken for
+    clean here. One C-speed pass instead of a regular expression over the text.
+    """
+    return len(raw.translate(None, _C0_CONTROLS)) == len(raw)
+
+
+def _parser() -> Any:
+    """trafilatura's HTML parser settings, with lxml's C element-class lookup.
+
+    ``lxml.html``'s own lookup is a Python callback run for every element object
+    lxml creates (some 160 thousand on the dev set); it only tells form controls
+    apart, which extraction drops anyway. Every element is an ``HtmlElement``.
+    """
+    parser = _STATE.get("parser")
+    if parser is None:
+        from lxml.etree import ElementDefaultClassLookup, HTMLParser
+        from lxml.html import HtmlComment, HtmlElement, HtmlEntity, HtmlProcessingInstruction
+
+        parser = HTMLParser(  # type: ignore[call-arg]  # (lxml-stubs lack default_doctype)
+            collect_ids=False,
+            default_doctype=False,
+            encoding="utf-8",
+            remove_comments=True,
+            remove_pis=True,
+        )
+        parser.set_element_class_lookup(
+            ElementDefaultClassLookup(
+                element=HtmlElement,
+                comment=HtmlComment,
+                pi=HtmlProcessingInstruction,
+                entity=HtmlEntity,
+            )
+        )
+        _STATE["parser"] = parser
+    return parser
+
+
+def _parse(html: str, *, no_controls: bool = False) -> HtmlElement | None:
+    """The page's tree as trafilatura's ``load_html`` builds it from text.
+
+    The same repairs (control characters, a doctype with a slash, a self-closing
+    ``<html/>``), fallbacks and rejection of non-HTML, with two savings: the regular
+    expression that removes control characters over the whole text is skipped when
+    the caller knows there are none (``no_controls``, from :func:`_without_controls`
+    and a check for U+FFFE/U+FFFF), and elements get their class from :func:`_parser`.
+    ``tests/unit/test_extract.py`` compares the trees with ``load_html``'s.
+    """
+    from lxml.html import fromstring
+    from trafilatura.utils import DOCTYPE_TAG, FAULTY_HTML, is_dubious_html, repair_faulty_html
 
     try:
-        tree = load_html(html)
+        beginning = html[:50].lower()
+        dubious = is_dubious_html(beginning)
+        if no_controls and "\ufffe" not in html and "\uffff" not in html:
+            if "doctype" in beginning:
+                firstline, _, rest = html.partition("\n")
+                html = DOCTYPE_TAG.sub("", firstline, count=1) + "\n" + rest
+            for line in html[:4096].splitlines()[:4]:
+                if "<html" in line and line.endswith("/>"):
+                    html = FAULTY_HTML.sub(r"\1>", html, count=1)
+                    break
+        else:
+            html = repair_faulty_html(html, beginning)
+        parser = _parser()
+        tree = None
+        retried = False
+        try:
+            tree = fromstring(html, parser=parser)
+        except ValueError:  # a text with an XML encoding declaration: parse its bytes
+            tree = fromstring(html.encode("utf8", "surrogatepass"), parser=parser)
+            retried = True
+        except Exception:
+            tree = None
+        if (tree is None or len(tree) < 1) and not retried:
+            tree = fromstring(html.encode("utf8", "surrogatepass"), parser=parser)
+        if tree is not None and dubious and len(tree) < 2:
+            return None
+        return tree
     except Exception:
         return None
-    return tree
 
 
 def extract(html: str | bytes, *, url: str | None = None) -> Extraction:
@@ -261,13 +376,16 @@ def extract_selected(html: str | bytes, selector: str) -> Extraction | None:
 
 def _page_tree(html: str | bytes, caller: str) -> HtmlElement | None:
     """The page parsed, or None for an empty or unparsable one."""
+    no_controls = False
     if isinstance(html, bytes | bytearray | memoryview):
-        html = decode_html(bytes(html))
+        raw = bytes(html)
+        no_controls = _without_controls(raw)
+        html = decode_html(raw)
     elif not isinstance(html, str):
         raise ValueError(f"{caller}() needs str or bytes, not {type(html).__name__}")
     if "\x00" in html:
         html = html.replace("\x00", "")
-    return _parse(html) if html.strip() else None
+    return _parse(html, no_controls=no_controls) if html.strip() else None
 
 
 def _page_facts(tree: HtmlElement) -> tuple[str | None, str | None]:
@@ -328,10 +446,63 @@ _NEVER_CONTENT = (
 
 
 def _prune(tree: HtmlElement) -> None:
-    """Cheap pre-pass: drop subtrees that are never main content (C-speed, one walk)."""
-    from lxml.etree import strip_elements
+    """Cheap pre-pass: drop subtrees that are never main content (C-speed, one walk),
+    and keep code that trafilatura would lose.
+
+    * A heading's permalink (``<a href="#id">#</a>``, ``¶``, ``§``) is not part of
+      the heading's text: it goes.
+    * A ``<figure>`` holding a ``<pre>`` is a code listing (file name, code, caption),
+      not an illustration: it becomes a ``<div>`` (trafilatura deletes figures, and
+      keeps only those that hold a table).
+    * A ``<pre>`` without ``<code>`` gets one around its content: trafilatura turns a
+      bare ``<pre>`` that does not look like code into a quotation, and inside a list
+      item collapses its lines; ``<pre><code>`` it keeps as a code block, line breaks
+      and indentation included. A language class on the ``<pre>`` moves to the code.
+    """
+    from lxml.etree import Element, strip_elements
 
     strip_elements(tree, *_NEVER_CONTENT, with_tail=False)
+    for link in [a for h in tree.iter(*_HEADINGS) for a in h.iter("a")]:
+        if _is_permalink(link):
+            _drop_keeping_tail(link)
+    for figure in tree.iter("figure"):
+        if figure.find(".//pre") is not None:
+            figure.tag = "div"
+    for pre in tree.iter("pre"):
+        if pre.find(".//code") is not None:
+            continue
+        code = Element("code")
+        language = pre.get("class") or ""
+        if "language-" in language or "lang-" in language:
+            code.set("class", language)
+        code.text, pre.text = pre.text, None
+        for child in list(pre):
+            code.append(child)  # its tail moves with it
+        pre.append(code)
+
+
+_PERMALINK_TEXT = frozenset({"#", "¶", "§", "🔗"})
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+
+
+def _is_permalink(link: HtmlElement) -> bool:
+    """A link (inside a heading) to an anchor of the page whose text is only a symbol."""
+    if not (link.get("href") or "").startswith("#"):
+        return False
+    return "".join(link.itertext()).strip() in _PERMALINK_TEXT
+
+
+def _drop_keeping_tail(el: HtmlElement) -> None:
+    parent = el.getparent()
+    if parent is None:
+        return
+    if el.tail:
+        previous = el.getprevious()
+        if previous is None:
+            parent.text = (parent.text or "") + el.tail
+        else:
+            previous.tail = (previous.tail or "") + el.tail
+    parent.remove(el)
 
 
 def _same_text(a: str, b: str) -> bool:
@@ -339,7 +510,7 @@ def _same_text(a: str, b: str) -> bool:
 
 
 def _main_content(tree: HtmlElement, url: str | None) -> Any:
-    from trafilatura.core import bare_extraction
+    import trafilatura.core as core
 
     options = _options()
     if url:
@@ -347,7 +518,13 @@ def _main_content(tree: HtmlElement, url: str | None) -> Any:
 
         options = copy(options)
         options.url = options.source = url
-    doc = bare_extraction(tree, options=options)
-    if doc is None:
+    sequence = getattr(core, "trafilatura_sequence", None)
+    if sequence is None:  # pragma: no cover - trafilatura's internals changed
+        doc = core.bare_extraction(tree, options=options)
+        return None if doc is None else getattr(doc, "body", None)
+    # What bare_extraction does for our options, without its copy of the whole tree
+    # (the tree is ours to change, see extract_tree) and without metadata.
+    body, text, _comments, comments_text = sequence(tree, options, options.url)
+    if len(text) < options.min_output_size and len(comments_text) < options.min_output_comm_size:
         return None
-    return getattr(doc, "body", None)
+    return body

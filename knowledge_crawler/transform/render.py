@@ -46,6 +46,7 @@ class Block:
     marker: str = ""  # "-" or "1." for list items
     rows: list[list[str]] | None = None
     header: bool = False  # table: first row is a header row
+    lang: str = ""  # code: the language its class names (``language-rust``), if any
 
 
 _BLOCK_TAGS = frozenset({"p", "head", "list", "item", "table", "code", "quote", "div"})
@@ -69,7 +70,7 @@ def _inline(el: Any, *, keep_breaks: bool = False) -> str:
                 parts.append(_BREAK if keep_breaks else " ")
             elif tag in _SKIP_TAGS or not isinstance(tag, str):
                 pass
-            elif tag in _BLOCK_TAGS:
+            elif tag in _BLOCK_TAGS and not (tag == "code" and not _nested_block(child)):
                 parts.append(" ")
                 walk(child)
                 parts.append(" ")
@@ -112,9 +113,10 @@ def _collect(el: Any, out: list[Block], depth: int) -> None:
         elif tag == "table":
             _collect_table(child, out)
         elif tag == "code":
-            text = "".join(child.itertext()).strip("\n")
-            if text.strip():
-                out.append(Block("code", text))
+            for part in _code_parts(child):
+                text = "".join(part.itertext()).strip("\n")
+                if text.strip():
+                    out.append(Block("code", text, lang=code_language(part)))
         elif tag == "quote":
             if any(isinstance(c.tag, str) and c.tag in _BLOCK_TAGS for c in child):
                 sub: list[Block] = []
@@ -130,6 +132,8 @@ def _collect(el: Any, out: list[Block], depth: int) -> None:
                     out.append(Block("quote", text))
         elif tag in ("div", "body", "item", "row", "cell"):
             _collect(child, out, depth)
+        elif tag == "p" and any(_nested_block(c) or c.tag == "p" for c in child):
+            _collect_mixed(child, out, depth)
         else:  # p, and inline elements stray at block level
             text = _inline(child, keep_breaks=tag == "p")
             if text:
@@ -138,8 +142,95 @@ def _collect(el: Any, out: list[Block], depth: int) -> None:
             out.append(Block("p", norm(child.tail)))
 
 
+def _nested_block(el: Any) -> bool:
+    """Whether a child of a list item is a block of its own under the item.
+
+    trafilatura gives a list item's ``<pre>`` and its inline ``<code>`` the same tag;
+    only code that spans lines is a code block, a one-line ``code`` is part of the
+    item's sentence (``name <string>``) and stays in place.
+    """
+    tag = el.tag
+    if tag == "code":
+        return "\n" in "".join(el.itertext()).strip("\n")
+    return tag in ("list", "table", "quote")
+
+
+def _code_parts(code: Any) -> list[Any]:
+    """A code block, or the blocks it holds side by side: a ``<pre>`` with two
+    ``<code>`` (the same example as ES module and CommonJS, one shown at a time) is
+    two blocks, not one line run together."""
+    inner = [c for c in code if isinstance(c.tag, str)]
+    if (
+        len(inner) > 1
+        and all(c.tag == "code" for c in inner)
+        and not (code.text or "").strip()
+        and not any((c.tail or "").strip() for c in inner)
+    ):
+        return inner
+    return [code]
+
+
+_LANG_RE = re.compile(r"(?:^|\s)(?:language|lang)-([A-Za-z0-9_+#.-]{1,30})")
+#: info strings that clean_text reads as script leftovers and drops with their block
+_UNSAFE_INFO = frozenset({"script", "style", "javascript", "css"})
+
+
+def code_language(el: Any) -> str:
+    """The language a code block's class names (``language-rust``, ``lang-py``), or "".
+
+    Looks at the element and its ``code`` descendants (``<pre><code class=...>``).
+    Languages that :func:`~knowledge_crawler.transform.clean.clean_text` would take
+    for a script leftover (``javascript``, ``css``) are left out: the fence stays bare
+    so that the code itself is kept.
+    """
+    for node in (el, *el.iter("code")):
+        m = _LANG_RE.search(node.get("class") or "")
+        if m:
+            lang = m.group(1).lower()
+            return "" if lang in _UNSAFE_INFO else lang
+    return ""
+
+
+def _collect_mixed(p: Any, out: list[Block], depth: int) -> None:
+    """A paragraph that holds blocks (trafilatura makes a ``<div>`` with a text run and a
+    ``<pre>`` one ``<p>``): each run of text is a paragraph, each block keeps its kind,
+    in document order."""
+    from lxml.etree import Element
+
+    run = Element("p")
+
+    def flush() -> None:
+        nonlocal run
+        text = _inline(run, keep_breaks=True)
+        if text:
+            out.append(Block("p", text))
+        run = Element("p")
+
+    def add_text(text: str | None) -> None:
+        if not text:
+            return
+        if len(run):
+            run[-1].tail = (run[-1].tail or "") + text
+        else:
+            run.text = (run.text or "") + text
+
+    add_text(p.text)
+    for child in p:
+        if not isinstance(child.tag, str):
+            add_text(child.tail)
+        elif _nested_block(child) or child.tag == "p":
+            flush()
+            _collect(_wrap(child), out, depth)
+            add_text(child.tail)
+        else:
+            run.append(_copy(child))
+            add_text(child.tail)
+    flush()
+
+
 def _collect_list(lst: Any, out: list[Block], depth: int) -> None:
     ordered = lst.get("rend") == "ol"
+    definitions = lst.get("rend") == "dl"
     n = 0
     for item in lst:
         if item.tag != "item":
@@ -150,26 +241,44 @@ def _collect_list(lst: Any, out: list[Block], depth: int) -> None:
             continue
         n += 1
         marker = f"{n}." if ordered else "-"
-        nested = [c for c in item if c.tag in ("list", "table", "code", "quote")]
+        level = depth
+        if definitions and (item.get("rend") or "").startswith("dd"):
+            level = depth + 1  # a definition belongs under its term
+        nested = [c for c in item if _nested_block(c)]
         if nested:
-            # text before/around nested lists belongs to the item itself
-            parts: list[str] = [item.text or ""]
-            for c in item:
-                if c.tag not in ("list", "table", "code", "quote"):
-                    parts.append(_inline(c))
-                parts.append(c.tail or "")
-            text = norm(" ".join(parts))
-            if text:
-                out.append(Block("li", text, level=depth, marker=marker))
-            for c in nested:
-                if c.tag == "list":
-                    _collect_list(c, out, depth + 1)
-                else:
-                    _collect(_wrap(c), out, depth + 1)
+            _collect_item(item, out, level, marker)
         else:
             text = _inline(item)
             if text:
-                out.append(Block("li", text, level=depth, marker=marker))
+                out.append(Block("li", text, level=level, marker=marker))
+
+
+def _collect_item(item: Any, out: list[Block], level: int, marker: str) -> None:
+    """A list item holding blocks: its text, its nested blocks and the text between
+    them, in document order; text after a nested block continues the item (a line
+    without a marker of its own)."""
+    parts: list[str] = [item.text or ""]
+    marked = False
+
+    def flush() -> None:
+        nonlocal parts, marked
+        text = norm(" ".join(parts))
+        parts = []
+        if text:
+            out.append(Block("li", text, level=level, marker="" if marked else marker))
+            marked = True
+
+    for c in item:
+        if _nested_block(c):
+            flush()
+            if c.tag == "list":
+                _collect_list(c, out, level + 1)
+            else:
+                _collect(_wrap(c), out, level + 1)
+        else:
+            parts.append(_inline(c))
+        parts.append(c.tail or "")
+    flush()
 
 
 def _wrap(el: Any) -> Any:
@@ -363,13 +472,15 @@ def render_markdown(blocks: list[Block]) -> str:
     for b in blocks:
         if b.kind == "h":
             chunk = f"{'#' * b.level} {b.text}"
+        elif b.kind == "li" and not b.marker:  # the item's text after a nested block
+            chunk = f"{'  ' * (b.level + 1)}{b.text}"
         elif b.kind == "li":
             chunk = f"{'  ' * b.level}{b.marker} {b.text}"
         elif b.kind == "code":
             fence = "```"
             while fence in b.text:
                 fence += "`"
-            chunk = f"{fence}\n{b.text}\n{fence}"
+            chunk = f"{fence}{b.lang}\n{b.text}\n{fence}"
         elif b.kind == "quote":
             chunk = "\n".join(f"> {line}" for line in b.text.split("\n"))
         elif b.kind == "table":

@@ -507,3 +507,106 @@ def test_trafilatura_forum_check_is_replaced_by_an_equal_one(head: str) -> None:
     tree = html.fromstring(page)
     assert fast(tree) == fast.__wrapped__(tree)
     assert fast(tree) == ("DiscussionForumPosting" in head and "ld+json" in head)
+
+
+_PARAS = "".join(
+    f"<p>Paragraph {i} of the article has enough words to count as real body text here.</p>"
+    for i in range(4)
+)
+
+
+def _md(fragment: str) -> str:
+    return extract(
+        f"<html><body><article>{_PARAS}{fragment}{_PARAS}</article></body></html>"
+    ).markdown
+
+
+def test_inline_code_in_a_list_item_stays_in_its_sentence() -> None:
+    md = _md("<ul><li><code>name</code> &lt;string&gt; the file name</li></ul>")
+    assert "- name <string> the file name" in md
+    assert "```\nname\n```" not in md
+
+
+def test_a_bare_pre_keeps_its_lines_in_a_list_item_and_at_top_level() -> None:
+    md = _md("<pre>make all\n  make install</pre><ul><li>Run:<pre>cc -o x\n    x.c</pre></li></ul>")
+    assert "```\nmake all\n  make install\n```" in md
+    assert "- Run:" in md
+    assert "```\ncc -o x\n    x.c\n```" in md
+
+
+def test_a_code_listing_figure_is_kept_with_its_language() -> None:
+    md = _md(
+        '<figure class="listing"><span>Filename: src/main.rs</span>'
+        '<pre><code class="language-rust">fn main() {\n    run();\n}</code></pre>'
+        "<figcaption>Listing 1: <code>main</code></figcaption></figure>"
+    )
+    assert (
+        "Filename: src/main.rs\n\n```rust\nfn main() {\n    run();\n}\n```\n\nListing 1: main" in md
+    )
+
+
+def test_two_code_elements_in_one_pre_are_two_blocks() -> None:
+    md = _md(
+        '<pre><code class="language-js mjs">import a from "a";</code>'
+        '<code class="language-js cjs">const a = require("a");</code></pre>'
+    )
+    # (trafilatura drops the classes of a <pre> it reads as a quotation: no language here)
+    assert '```\nimport a from "a";\n```\n\n```\nconst a = require("a");\n```' in md
+
+
+def test_script_like_languages_stay_bare_so_clean_keeps_the_code() -> None:
+    code = '<pre><code class="language-javascript">let x = 1;\nx++;</code></pre>'
+    page = f"<html><body><article>{_PARAS}{code}{_PARAS}</article></body></html>"
+    stored = extract(page).cleaned().markdown
+    assert "```\nlet x = 1;\nx++;\n```" in stored
+
+
+def test_heading_permalinks_are_not_heading_text() -> None:
+    md = _md(
+        '<h2>Setup<a class="mark" href="#setup">#</a></h2><p>Words of the setup section here.</p>'
+        "<h3>C#</h3><p>Words about the language here.</p>"
+    )
+    assert "## Setup\n" in md
+    assert "### C#" in md
+
+
+def test_a_definition_is_nested_under_its_term() -> None:
+    md = _md("<dl><dt>--dry-run</dt><dd>Displays what would be updated.</dd></dl>")
+    assert "- --dry-run\n  - Displays what would be updated." in md
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        b"<html><body><p>plain</p></body></html>",
+        "<html><body>\x0bcontrol and \ufffe noncharacter</body></html>".encode(),
+        b"<!DOCTYPE html PUBLIC '-//W3C//DTD XHTML 1.0//EN' 'x.dtd'/>\n<html><body>d</body></html>",
+        b"<?xml version='1.0' encoding='utf-8'?><html><body><p>x</p></body></html>",
+        b"<html/>\n<body><p>self-closing html</p></body>",
+        "<html><body><p>caf\xe9 \x01</p></body></html>".encode("cp1252"),
+        "<html><body><p>utf-16 text</p></body></html>".encode("utf-16"),
+        b"just text, not html",
+    ],
+)
+def test_parse_builds_the_tree_load_html_builds(page: bytes) -> None:
+    """Our parse skips a regex pass and lxml.html's Python class lookup, nothing else."""
+    from lxml import etree
+    from trafilatura.utils import load_html
+
+    from knowledge_crawler.transform.extract import decode_html, parse_page
+
+    ours = parse_page(page)
+    text = decode_html(page).replace("\x00", "")
+    theirs = load_html(text) if text.strip() else None
+    assert (ours is None) == (theirs is None)
+    if ours is not None:
+        assert etree.tostring(ours) == etree.tostring(theirs)
+        assert hasattr(ours, "text_content")  # trafilatura reads lxml.html's methods
+
+
+def test_text_after_a_nested_list_stays_after_it() -> None:
+    md = _md(
+        "<ul><li>Colors:<ul><li>auto</li><li>never</li></ul>May also be set in config.</li>"
+        "<li>next item</li></ul>"
+    )
+    assert "- Colors:\n  - auto\n  - never\n  May also be set in config.\n- next item" in md

@@ -1,0 +1,354 @@
+"""Faster equals of trafilatura's slowest whole-tree XPath selections (pure).
+
+trafilatura finds boilerplate and the article container with XPath expressions whose
+predicates call EXSLT ``re:test``: lxml runs each call in Python, once per candidate
+element and attribute, so a page with a thousand ``<div>`` s pays thousands of
+round trips from libxml2 into Python. On the dev set the five expressions below were
+about 40 % of an extraction.
+
+Each :class:`Selection` here answers exactly what its XPath answers (the same
+elements, in document order) with one walk in Python: lxml filters the tags in C,
+the attribute tests are the same regular expressions (EXSLT ``re:test`` is Python's
+``re.search``), and XPath's string value of a node set (``re:test(@id|@class, ...)``
+tests only the attribute that comes first in the source) is kept. :func:`install`
+puts them in place of the originals in trafilatura's lists (the lists are shared by
+the modules that import them), after checking that the originals are the
+expressions these were written from: if trafilatura changes them, nothing is
+replaced and extraction stays correct, only slower. ``tests/unit/test_fastpaths.py``
+compares every replacement with its original on real pages.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["Selection", "install"]
+
+Test = Callable[[Any], bool]
+
+
+class Selection:
+    """A callable ``selection(tree) -> list of elements`` like a compiled ``XPath``.
+
+    Candidates are the descendants named ``tags`` (any element when ``None``), which
+    lxml's ``iterdescendants`` finds in C (an XPath with predicates, even without
+    ``re:test``, is three times slower); ``test`` decides for each. ``first`` keeps
+    only the first match in document order (``(...)[1]``, or ``[1]`` on a step whose
+    caller only takes the first result); ``also`` adds the elements of another
+    selection (a union, in document order).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        original: Any,
+        tags: tuple[str, ...] | None,
+        test: Test,
+        *,
+        first: bool = False,
+        also: Callable[[Any], list[Any]] | None = None,
+    ) -> None:
+        from lxml.etree import Element
+
+        self.name = name
+        self.original = original
+        self.test = test
+        self.first = first
+        self.also = also
+        self.tags: tuple[Any, ...] = (Element,) if tags is None else tags  # Element: no comments
+
+    def candidates(self, tree: Any) -> Any:
+        return tree.iterdescendants(*self.tags)
+
+    def __call__(self, tree: Any) -> list[Any]:
+        test = self.test
+        if self.first:
+            found = next((el for el in self.candidates(tree) if test(el)), None)
+            result = [] if found is None else [found]
+            if self.also is not None:
+                extra = [el for el in self.also(tree) if el is not found]
+                if extra:
+                    result = _document_order(tree, result + extra)
+            return result
+        return [el for el in self.candidates(tree) if test(el)]
+
+    def __repr__(self) -> str:
+        return f"Selection({self.name})"
+
+
+def _document_order(tree: Any, elements: list[Any]) -> list[Any]:
+    wanted = set(elements)
+    return [el for el in tree.iter() if el in wanted]
+
+
+def _first_of(el: Any, a: str | None, b: str | None, names: tuple[str, str]) -> str:
+    """XPath's string value of ``@a|@b`` given the element's values ``a`` and ``b`` of
+    the two: the one that comes first in the source, or "" when it has neither."""
+    if a is None:
+        return b or ""
+    if b is None:
+        return a
+    for key, value in el.items():
+        if key in names:
+            return str(value)
+    return ""  # pragma: no cover - one of them is there
+
+
+IC = ("id", "class")
+IS = ("id", "style")
+
+
+def _search(pattern: str, flags: int = 0) -> Callable[[str], bool]:
+    search = re.compile(pattern, flags).search
+    return lambda value: search(value) is not None
+
+
+# -- the expressions, as trafilatura 2.3.1 writes them (xpaths.py) ----------------------
+
+
+def _raw_tree_prune(xp: Any) -> list[Selection]:
+    mvp = _search("mvp-post-add-(?:box|wrap)")
+    scroll = _search("mvp-post-add-(?:box|wrap)|infinite-?scroll")
+
+    def appended_articles(el: Any) -> bool:
+        id_, cls = el.get("id") or "", el.get("class") or ""
+        if not (scroll(id_) or scroll(cls)):
+            return False
+        return el.find(".//h1") is None or mvp(id_) or mvp(cls)
+
+    tags = ("div", "section", "aside")
+    return [Selection("RAW_TREE_PRUNE_XPATH[0]", xp[0], tags, appended_articles)]
+
+
+def _remove_comments_and_lists(xp: Any, comments_id: str, comments_class: str) -> list[Selection]:
+    id_any = _search(f"^(?:{comments_id}|disqus_thread|dsq-comments)")
+    id_own = _search(f"^(?:{comments_id})")
+    cls = _search(comments_class)
+
+    def comments(el: Any) -> bool:
+        id_ = el.get("id") or ""
+        class_ok = cls(el.get("class") or "")
+        if not (id_any(id_) or class_ok):
+            return False
+        return el.tag not in ("ol", "ul") or id_own(id_) or class_ok
+
+    tags = ("div", "list", "section", "details", "ol", "ul")
+    return [Selection("REMOVE_COMMENTS_AND_LISTS_XPATH[0]", xp[0], tags, comments)]
+
+
+def _overall_discard(xp: Any, id_tokens: str, class_tokens: str) -> list[Selection]:
+    cookie = _search("cookie")
+    by_id = _search(id_tokens)
+    by_class = _search(class_tokens)
+
+    def boilerplate(el: Any) -> bool:
+        get = el.get
+        id_, cls = get("id"), get("class")
+        return (
+            (id_ is not None and by_id(id_))
+            or (cls is not None and by_class(cls))
+            or ((id_ is not None or cls is not None) and cookie(_first_of(el, id_, cls, IC)))
+            or "nav" in (get("role") or "").replace("N", "n")
+            or get("data-lp-replacement-content") is not None
+            or "MostPopularStories" in (get("data-component") or "")
+        )
+
+    hidden = _search("hidden")
+    reader_comments = _search("reader-comments|akismet")
+    hidden_class = _search(
+        "^hide-|comments-title|nocomments|-reply-|message|akismet|suggest-links|-hide-"
+        "|hide-print| hidden| hide|noprint|notloaded"
+    )
+
+    def hidden_or_reply(el: Any) -> bool:
+        if not el.attrib:
+            return False
+        get = el.get
+        id_, cls, style = get("id"), get("class"), get("style")
+        if cls is not None and (cls == "comments-title" or hidden_class(cls)):
+            return True
+        if id_ is not None and reader_comments(id_):
+            return True
+        if style is not None and ("display:none" in style or "display: none" in style):
+            return True
+        return (
+            (
+                (id_ is not None or cls is not None)
+                and _first_of(el, id_, cls, IC).startswith("reply-")
+            )
+            or ((id_ is not None or style is not None) and hidden(_first_of(el, id_, style, IS)))
+            or get("aria-hidden") == "true"
+        )
+
+    tags = ("div", "item", "list", "p", "section", "span")
+    return [
+        Selection(
+            "OVERALL_DISCARD_XPATH[0]",
+            xp[0],
+            tags,
+            boilerplate,
+        ),
+        Selection(
+            "OVERALL_DISCARD_XPATH[1]",
+            xp[1],
+            None,
+            hidden_or_reply,
+        ),
+    ]
+
+
+def _body(xp: Any, tokens: dict[str, str]) -> list[Selection]:
+    containers = ("article", "div", "main", "section")
+    art_id, art_class = _search(tokens["art_id"]), _search(tokens["art_class"])
+
+    def article_body(el: Any) -> bool:
+        get = el.get
+        cls = get("class")
+        id_ = get("id") or ""
+        return (
+            cls in ("post", "entry")
+            or get("itemprop") == "articleBody"
+            or id_ == "articleContent"
+            or art_id(id_)
+            or art_class(cls or "")
+        )
+
+    story_id, story_class = _search(tokens["story_id"]), _search(tokens["story_class"])
+    fulltext = _search("fulltext", re.IGNORECASE)
+
+    def story(el: Any) -> bool:
+        get = el.get
+        cls = get("class")
+        id_ = get("id")
+        return (
+            get("role") == "article"
+            or id_ in ("article", "story")
+            or cls in ("postarea", "art-postcontent", "text", "cell", "story")
+            or story_id(id_ or "")
+            or fulltext(cls or "")
+            or story_class(cls or "")
+        )
+
+    main_id, main_class = _search(tokens["main_id"]), _search(tokens["main_class"])
+
+    def main_content(el: Any) -> bool:
+        get = el.get
+        cls = get("class")
+        id_ = get("id")
+        return (
+            id_ == "content"
+            or cls == "content"
+            or main_id(id_ or "")
+            or main_class(cls or "")
+            or "main-content" in (id_ or "").replace("C", "c").replace("M", "m")
+            or "main-content" in (cls or "").replace("C", "c").replace("M", "m")
+            or "page-content" in (cls or "").replace("C", "c").replace("P", "p")
+        )
+
+    def starts_main(el: Any) -> bool:
+        get = el.get
+        return (
+            (get("class") or "").startswith("main")
+            or (get("id") or "").startswith("main")
+            or (get("role") or "").startswith("main")
+        )
+
+    def first_main(tree: Any) -> list[Any]:
+        found = next(tree.iterdescendants("main"), None)
+        return [] if found is None else [found]
+
+    return [
+        Selection("BODY_XPATH[0]", xp[0], containers, article_body, first=True),
+        Selection("BODY_XPATH[2]", xp[2], containers, story, first=True),
+        Selection("BODY_XPATH[3]", xp[3], containers, main_content, first=True),
+        Selection(
+            "BODY_XPATH[4]",
+            xp[4],
+            ("article", "div", "section"),
+            starts_main,
+            first=True,
+            also=first_main,
+        ),
+    ]
+
+
+# What each replaced expression must read like (whitespace collapsed), so that a
+# trafilatura whose expression differs keeps its own.
+def _source(xpath: Any) -> str:
+    return " ".join(str(getattr(xpath, "path", "")).split())
+
+
+def _fingerprint(xpath: Any) -> str:
+    from hashlib import sha256
+
+    return sha256(_source(xpath).encode()).hexdigest()[:16]
+
+
+def _plan(xp: Any) -> list[tuple[list[Any], int, Selection]]:
+    """(trafilatura list, index, replacement) for each expression to replace."""
+    a = xp._alt
+    tokens = {
+        "art_id": a(xp._ARTICLE_CONTENT_ID_TOKENS),
+        "art_class": a(xp._ARTICLE_CONTENT_CLASS_TOKENS),
+        "story_id": a(xp._STORY_ID_TOKENS),
+        "story_class": a(xp._STORY_CLASS_TOKENS),
+        "main_id": a(xp._MAIN_CONTENT_ID_TOKENS),
+        "main_class": a(xp._MAIN_CONTENT_CLASS_TOKENS),
+    }
+    plan: list[tuple[list[Any], int, Selection]] = []
+    raw = _raw_tree_prune(xp.RAW_TREE_PRUNE_XPATH)
+    plan += [(xp.RAW_TREE_PRUNE_XPATH, 0, raw[0])]
+    comments = _remove_comments_and_lists(
+        xp.REMOVE_COMMENTS_AND_LISTS_XPATH, xp._COMMENTS_ID, xp._COMMENTS_CLASS
+    )
+    plan += [(xp.REMOVE_COMMENTS_AND_LISTS_XPATH, 0, comments[0])]
+    overall = _overall_discard(
+        xp.OVERALL_DISCARD_XPATH,
+        a(xp._OVERALL_DISCARD_BOTH_TOKENS + xp._OVERALL_DISCARD_ID_TOKENS),
+        a(xp._OVERALL_DISCARD_BOTH_TOKENS + xp._OVERALL_DISCARD_CLASS_TOKENS),
+    )
+    plan += [(xp.OVERALL_DISCARD_XPATH, i, s) for i, s in enumerate(overall)]
+    body = _body(xp.BODY_XPATH, tokens)
+    plan += [(xp.BODY_XPATH, i, s) for i, s in zip((0, 2, 3, 4), body, strict=True)]
+    return plan
+
+
+#: SHA-256 (first 16 hex digits) of the XPath source, whitespace collapsed, that each
+#: replacement was written from (trafilatura 2.3.1)
+EXPECTED_SOURCES: dict[str, str] = {
+    "RAW_TREE_PRUNE_XPATH[0]": "77023cff86242dc8",
+    "REMOVE_COMMENTS_AND_LISTS_XPATH[0]": "ec1083e558ae70c0",
+    "OVERALL_DISCARD_XPATH[0]": "d9e4b7d7125b4838",
+    "OVERALL_DISCARD_XPATH[1]": "9abb7217d588fd5a",
+    "BODY_XPATH[0]": "8cab6e6e5b503a8d",
+    "BODY_XPATH[2]": "3ac5a80dac974e64",
+    "BODY_XPATH[3]": "a3befe41db4d28b9",
+    "BODY_XPATH[4]": "bb974cd913d2443b",
+}
+
+
+def install() -> list[Selection]:
+    """Put the replacements in trafilatura's lists; the ones installed (possibly none).
+
+    Idempotent. An expression is replaced only if trafilatura's XPath still reads as
+    the one its replacement was written from (:data:`EXPECTED_SOURCES`).
+    """
+    try:
+        import trafilatura.xpaths as xp
+
+        plan = _plan(xp)
+    except (ImportError, AttributeError, IndexError, re.error, ValueError):
+        return []
+    installed: list[Selection] = []
+    for target, index, selection in plan:
+        current = target[index]
+        if isinstance(current, Selection):
+            installed.append(current)
+            continue
+        if _fingerprint(current) != EXPECTED_SOURCES.get(selection.name):
+            continue
+        target[index] = selection
+        installed.append(selection)
+    return installed
