@@ -21,7 +21,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 from weakref import WeakKeyDictionary
@@ -173,35 +173,38 @@ def run_outcome(reason: str, stats: Mapping[str, Any]) -> str:
     return "finished"
 
 
-def child_processes(pid: int, command_has: bytes = b"") -> list[int]:
-    """The live child processes of ``pid`` whose command line holds ``command_has``
-    (from /proc; empty where there is none)."""
-    found: list[int] = []
+def _processes() -> Iterator[tuple[Path, list[str]]]:
+    """Each process's /proc folder and the fields of its ``stat`` after the command name
+    (state, parent, process group, ...)."""
     with contextlib.suppress(OSError):
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
                 continue
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                fields = (entry / "stat").read_text().rpartition(")")[2].split()
-                if int(fields[1]) != pid or fields[0] == "Z":
-                    continue
-                if command_has and command_has not in (entry / "cmdline").read_bytes():
-                    continue
-                found.append(int(entry.name))
+            with contextlib.suppress(OSError):
+                yield entry, (entry / "stat").read_text().rpartition(")")[2].split()
+
+
+def child_processes(pid: int, command_has: bytes = b"") -> list[int]:
+    """The live child processes of ``pid`` whose command line holds ``command_has``
+    (from /proc; empty where there is none)."""
+    found: list[int] = []
+    for entry, fields in _processes():
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            if int(fields[1]) != pid or fields[0] == "Z":
+                continue
+            if command_has and command_has not in (entry / "cmdline").read_bytes():
+                continue
+            found.append(int(entry.name))
     return found
 
 
 def group_members(pgid: int) -> list[int]:
     """The live (not zombie) processes of process group ``pgid`` (from /proc)."""
     found: list[int] = []
-    with contextlib.suppress(OSError):
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                fields = (entry / "stat").read_text().rpartition(")")[2].split()
-                if int(fields[2]) == pgid and fields[0] != "Z":
-                    found.append(int(entry.name))
+    for entry, fields in _processes():
+        with contextlib.suppress(IndexError, ValueError):
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                found.append(int(entry.name))
     return found
 
 
