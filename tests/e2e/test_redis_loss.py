@@ -112,14 +112,12 @@ def wait_for_pages(process: subprocess.Popen[bytes], db: Path, log: Path, pages:
         time.sleep(0.05)
 
 
-def test_a_crawl_whose_redis_dies_fails_within_a_minute_and_the_rerun_completes(
-    site: TestSite, own_redis: OwnRedis, tmp_path: Path
-) -> None:
-    expected = uninterrupted_rows(site.url, tmp_path)
-
-    db = tmp_path / "shared.db"
+def crawl_under_way(
+    site: TestSite, own_redis: OwnRedis, db: Path, log: Path
+) -> subprocess.Popen[bytes]:
+    """A shared crawl of the (slowed) site with its output in ``log``, once it has stored 5
+    pages."""
     site.slow("/", 0.3)
-    log = tmp_path / "lost.log"
     with log.open("wb") as sink:
         process = subprocess.Popen(
             command(site.url), cwd=REPO, env=crawl_env(db, own_redis.url),
@@ -127,6 +125,21 @@ def test_a_crawl_whose_redis_dies_fails_within_a_minute_and_the_rerun_completes(
         )  # fmt: skip
     try:
         wait_for_pages(process, db, log, 5)
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    return process
+
+
+def test_a_crawl_whose_redis_dies_fails_within_a_minute_and_the_rerun_completes(
+    site: TestSite, own_redis: OwnRedis, tmp_path: Path
+) -> None:
+    expected = uninterrupted_rows(site.url, tmp_path)
+
+    db, log = tmp_path / "shared.db", tmp_path / "lost.log"
+    process = crawl_under_way(site, own_redis, db, log)
+    try:
         own_redis.kill()
         lost_at = time.monotonic()
         try:
@@ -164,16 +177,9 @@ def test_a_crawl_whose_redis_comes_back_within_the_grace_goes_on_to_the_same_row
 ) -> None:
     expected = uninterrupted_rows(site.url, tmp_path)
 
-    db = tmp_path / "shared.db"
-    site.slow("/", 0.3)
-    log = tmp_path / "paused.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            command(site.url), cwd=REPO, env=crawl_env(db, own_redis.url),
-            stdout=subprocess.DEVNULL, stderr=sink,
-        )  # fmt: skip
+    db, log = tmp_path / "shared.db", tmp_path / "paused.log"
+    process = crawl_under_way(site, own_redis, db, log)
     try:
-        wait_for_pages(process, db, log, 5)
         # Stopped past a Redis call's timeout (10 s), so the crawl sees it gone, and back
         # before the grace (KC_REDIS_GRACE_SECONDS, 10 s) from then ends: with its keys, and
         # with the commands sent before the timeouts still to run.
