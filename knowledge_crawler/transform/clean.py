@@ -7,9 +7,10 @@ matches, and normalises whitespace, and nothing else. In particular:
 * **Fenced code is never touched** (```` ``` ```` or ``~~~`` fences of any length, as
   CommonMark reads them; an unclosed fence runs to the end of the text): indentation,
   blank lines, inner spaces, banner-like lines and ``<script>`` examples inside it are
-  kept byte for byte. The one exception is a script leftover: a closed fence whose info
-  string is ``script``, ``style``, ``javascript`` or ``css`` is dropped whole (our
-  extractor writes bare fences, so this only ever meets other tools' output).
+  kept byte for byte, whatever the fence's info string says. A block labelled
+  ``javascript`` or ``css`` is a page's own code example: the extractor removes
+  ``<script>`` and ``<style>`` elements before it renders anything, so a fence is
+  always content.
 * **Leading indentation is kept on every line**, so nested list items (two spaces per
   level in our markdown, ``  - child``) keep their depth; table rows (lines starting
   with ``|``, or holding a tab as in the plain-text form) keep their inner spacing.
@@ -119,9 +120,6 @@ _ANY_BANNER = re.compile(
 )
 
 _SCRIPT_STYLE = re.compile(r"<(script|style|noscript)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
-#: Fenced blocks whose info string says they are a script or a stylesheet (leftovers of
-#: an extractor that rendered ``<script>``/``<style>`` as code) are dropped whole.
-_SCRIPT_FENCE_INFO = frozenset({"script", "style", "javascript", "css"})
 _FENCE_OPEN = re.compile(r"[ \u00a0]{0,3}(`{3,}|~{3,})(.*)")
 _FENCE_CLOSE = re.compile(r"[ \u00a0]{0,3}(`{3,}|~{3,})\s*")
 _LIST_MARKER = re.compile(r"[ \t]*(?:(?:#{1,6}|[-*+]|\d{1,9}[.)])[ \t]+|>[ \t]?)*")
@@ -219,9 +217,6 @@ def _map_prose(text: str, fn: Callable[[str], str]) -> tuple[str, bool]:
     changed = False
     for seg in _segments(text.split("\n")):
         if seg.code:
-            if seg.closed and seg.info.split(" ", 1)[0].lower() in _SCRIPT_FENCE_INFO:
-                changed = True
-                continue
             out.extend(seg.lines)
             continue
         prose = "\n".join(seg.lines)
@@ -235,7 +230,7 @@ def _map_prose(text: str, fn: Callable[[str], str]) -> tuple[str, bool]:
 
 
 def _strip_leftovers(text: str) -> str:
-    """Drop ``<script>``/``<style>`` leftovers and script fences outside code."""
+    """Drop ``<script>``/``<style>`` leftovers outside fenced code."""
     for _ in range(_MAX_LEFTOVER_ROUNDS):
         text, changed = _map_prose(text, lambda prose: _SCRIPT_STYLE.sub("", prose))
         if not changed:

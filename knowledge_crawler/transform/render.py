@@ -171,23 +171,17 @@ def _code_parts(code: Any) -> list[Any]:
 
 
 _LANG_RE = re.compile(r"(?:^|\s)(?:language|lang)-([A-Za-z0-9_+#.-]{1,30})")
-#: info strings that clean_text reads as script leftovers and drops with their block
-_UNSAFE_INFO = frozenset({"script", "style", "javascript", "css"})
 
 
 def code_language(el: Any) -> str:
     """The language a code block's class names (``language-rust``, ``lang-py``), or "".
 
     Looks at the element and its ``code`` descendants (``<pre><code class=...>``).
-    Languages that :func:`~knowledge_crawler.transform.clean.clean_text` would take
-    for a script leftover (``javascript``, ``css``) are left out: the fence stays bare
-    so that the code itself is kept.
     """
     for node in (el, *el.iter("code")):
         m = _LANG_RE.search(node.get("class") or "")
         if m:
-            lang = m.group(1).lower()
-            return "" if lang in _UNSAFE_INFO else lang
+            return m.group(1).lower()
     return ""
 
 

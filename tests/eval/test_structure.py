@@ -42,6 +42,10 @@ PAGES = {
         Path("/usr/share/doc/valgrind/html/manual-core.html"),
         "c66d6de5436219059c0880459bfbc9505cfcc1f9abf422906b92174e0aa56f88",
     ),
+    "cargo-external-tools": (
+        RUST / "cargo/reference/external-tools.html",
+        "88844f99bcf847e4c75af8c4400f920ddfb3ab1376e6bb7034e3064c717b2147",
+    ),
     "libxslt-tutorial": (
         Path("/usr/share/doc/libxslt1-dev/html/tutorial/libxslttutorial.html"),
         "6c7cc25ffe3837e7067d4d1709e3726b3ac7460ec0fc778a086c2fdc5b7ffd19",
@@ -245,6 +249,21 @@ def test_structure(check: Check) -> None:
         assert -1 not in at and at == sorted(at), f"headings {wanted} at lines {at}"
     else:  # pragma: no cover
         raise AssertionError(check.kind)
+
+
+def test_javascript_examples_are_kept_byte_for_byte_with_their_language() -> None:
+    """``language-javascript`` blocks (Cargo's JSON messages) are the page's own code:
+    cleaning once dropped such fences as script leftovers, so they were written bare."""
+    from lxml import html as lxml_html
+
+    md = stored_markdown("cargo-external-tools")
+    tree = lxml_html.fromstring(PAGES["cargo-external-tools"][0].read_bytes())
+    wanted = [
+        c.text_content().rstrip("\n") for c in tree.xpath('//code[@class="language-javascript"]')
+    ]
+    assert len(wanted) == 4
+    kept = [c for i, c in code_blocks(md) if i == "javascript"]
+    assert kept == wanted
 
 
 def test_every_code_block_is_closed_and_tables_are_rectangular() -> None:

@@ -244,8 +244,14 @@ def test_whitespace_normalisation(text: str, expected: str) -> None:
 
 
 def test_script_and_style_leftovers_are_removed() -> None:
-    text = "Text <script>var a = 1;</script>here.<style>p{}</style>\n\n```css\np { x: 1 }\n```"
+    text = "Text <script>var a = 1;</script>here.<style>p{}</style>"
     assert clean_text(text) == "Text here."
+
+
+@pytest.mark.parametrize("info", ["css", "javascript", "script", "style", "js"])
+def test_fenced_code_is_kept_whatever_its_language(info: str) -> None:
+    text = f"Text.\n\n```{info}\np {{ x: 1 }}\n  <script>a()</script>\n```"
+    assert clean_text(text) == text
 
 
 # --------------------------------------------------------------------------- properties

@@ -554,11 +554,14 @@ def test_two_code_elements_in_one_pre_are_two_blocks() -> None:
     assert '```\nimport a from "a";\n```\n\n```\nconst a = require("a");\n```' in md
 
 
-def test_script_like_languages_stay_bare_so_clean_keeps_the_code() -> None:
-    code = '<pre><code class="language-javascript">let x = 1;\nx++;</code></pre>'
-    page = f"<html><body><article>{_PARAS}{code}{_PARAS}</article></body></html>"
+@pytest.mark.parametrize(
+    ("lang", "code"), [("javascript", "let x = 1;\nx++;"), ("css", "p {\n  color: red;\n}")]
+)
+def test_script_like_languages_keep_their_fence_and_code(lang: str, code: str) -> None:
+    pre = f'<pre><code class="language-{lang}">{code}</code></pre>'
+    page = f"<html><body><article>{_PARAS}{pre}{_PARAS}</article></body></html>"
     stored = extract(page).cleaned().markdown
-    assert "```\nlet x = 1;\nx++;\n```" in stored
+    assert f"```{lang}\n{code}\n```" in stored
 
 
 def test_heading_permalinks_are_not_heading_text() -> None:
