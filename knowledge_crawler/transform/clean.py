@@ -4,8 +4,9 @@ Pure module. Cleaning never changes what a page says: it removes script/style
 leftovers, standalone boilerplate banners and the source's own ``boilerplate``
 matches, and normalises whitespace, and nothing else. In particular:
 
-* **Fenced code is never touched** (```` ``` ```` or ``~~~`` fences of any length, as
-  CommonMark reads them; an unclosed fence runs to the end of the text): indentation,
+* **Fenced code is never touched** (```` ``` ```` or ``~~~`` fences of any length and
+  indentation, since a block under a list item is indented as the item's text; an
+  unclosed fence runs to the end of the text): indentation,
   blank lines, inner spaces, banner-like lines and ``<script>`` examples inside it are
   kept byte for byte, whatever the fence's info string says. A block labelled
   ``javascript`` or ``css`` is a page's own code example: the extractor removes
@@ -120,8 +121,9 @@ _ANY_BANNER = re.compile(
 )
 
 _SCRIPT_STYLE = re.compile(r"<(script|style|noscript)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
-_FENCE_OPEN = re.compile(r"[ \u00a0]{0,3}(`{3,}|~{3,})(.*)")
-_FENCE_CLOSE = re.compile(r"[ \u00a0]{0,3}(`{3,}|~{3,})\s*")
+#: any indentation: a fence under a list item is indented as the item's text
+_FENCE_OPEN = re.compile(r"[ \u00a0]*(`{3,}|~{3,})(.*)")
+_FENCE_CLOSE = re.compile(r"[ \u00a0]*(`{3,}|~{3,})\s*")
 _LIST_MARKER = re.compile(r"[ \t]*(?:(?:#{1,6}|[-*+]|\d{1,9}[.)])[ \t]+|>[ \t]?)*")
 _SPACES = re.compile(r" {2,}")
 _WORD = re.compile(r"\w+")

@@ -42,7 +42,7 @@ class Block:
 
     kind: str  # "h", "p", "li", "table", "code", "quote"
     text: str = ""
-    level: int = 0  # heading level, or list depth
+    level: int = 0  # heading level, or list depth (code: depth of the item it is under)
     marker: str = ""  # "-" or "1." for list items
     rows: list[list[str]] | None = None
     header: bool = False  # table: first row is a header row
@@ -116,7 +116,7 @@ def _collect(el: Any, out: list[Block], depth: int) -> None:
             for part in _code_parts(child):
                 text = "".join(part.itertext()).strip("\n")
                 if text.strip():
-                    out.append(Block("code", text, lang=code_language(part)))
+                    out.append(Block("code", text, level=depth, lang=code_language(part)))
         elif tag == "quote":
             if any(isinstance(c.tag, str) and c.tag in _BLOCK_TAGS for c in child):
                 sub: list[Block] = []
@@ -474,7 +474,11 @@ def render_markdown(blocks: list[Block]) -> str:
             fence = "```"
             while fence in b.text:
                 fence += "`"
-            chunk = f"{fence}{b.lang}\n{b.text}\n{fence}"
+            # under a list item the block is indented as the item's text, so the list
+            # holds it (CommonMark strips that indentation from the code lines again)
+            pad = "  " * b.level
+            body = "\n".join(f"{pad}{line}" if line else "" for line in b.text.split("\n"))
+            chunk = f"{pad}{fence}{b.lang}\n{body}\n{pad}{fence}"
         elif b.kind == "quote":
             chunk = "\n".join(f"> {line}" for line in b.text.split("\n"))
         elif b.kind == "table":
@@ -518,7 +522,7 @@ def _join(blocks: list[Block], chunks: list[str]) -> str:
     return unicodedata.normalize("NFC", "".join(out)).strip()
 
 
-_MD_FENCE_RE = re.compile(r"(`{3,}|~{3,})([^`]*)")
+_MD_FENCE_RE = re.compile(r"( *)(`{3,}|~{3,})([^`]*)")
 _MD_HEADING_RE = re.compile(r"#{1,6} (.*)")
 _MD_ITEM_RE = re.compile(r"( *)(?:-|\d{1,9}\.) (.*)")
 _MD_QUOTE_RE = re.compile(r"> ?(.*)")
@@ -554,17 +558,19 @@ def markdown_headings(markdown: str) -> tuple[str, ...]:
 def _markdown_lines(markdown: str) -> Iterator[tuple[str, str]]:
     """(kind, plain text) per line: "code", "h", "li", "quote", "row" or "p"."""
     fence = ""
+    pad = 0  # the fence's indentation, taken off its code lines (a block under an item)
     for line in markdown.split("\n"):
         if fence:
             m = _MD_FENCE_RE.fullmatch(line.rstrip())
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+            if m and m.group(2)[0] == fence[0] and len(m.group(2)) >= len(fence):
                 fence = ""
             else:
-                yield "code", line
+                strip = min(pad, len(line) - len(line.lstrip(" ")))
+                yield "code", line[strip:]
             continue
         m = _MD_FENCE_RE.fullmatch(line)
         if m:
-            fence = m.group(1)
+            pad, fence = len(m.group(1)), m.group(2)
             continue
         if line.startswith("|"):
             if _MD_RULE_RE.fullmatch(line.rstrip()):

@@ -9,8 +9,10 @@ import pytest
 from click.testing import CliRunner
 
 from knowledge_crawler.cli.extract import extract as extract_cmd
+from knowledge_crawler.transform.clean import clean_text
 from knowledge_crawler.transform.decode import decode_html, looks_like_html
 from knowledge_crawler.transform.extract import Extraction, extract
+from knowledge_crawler.transform.render import markdown_to_text
 
 LOREM = (
     "The committee met on Tuesday to discuss the new budget for the city's public "
@@ -530,8 +532,22 @@ def test_inline_code_in_a_list_item_stays_in_its_sentence() -> None:
 def test_a_bare_pre_keeps_its_lines_in_a_list_item_and_at_top_level() -> None:
     md = _md("<pre>make all\n  make install</pre><ul><li>Run:<pre>cc -o x\n    x.c</pre></li></ul>")
     assert "```\nmake all\n  make install\n```" in md
-    assert "- Run:" in md
-    assert "```\ncc -o x\n    x.c\n```" in md
+    # under the item, indented as its text: the list holds the block
+    assert "- Run:\n\n  ```\n  cc -o x\n      x.c\n  ```" in md
+
+
+def test_code_under_a_nested_item_is_indented_to_its_depth_and_reads_back_as_written() -> None:
+    md = _md(
+        "<ol><li>Build:<pre><code>make\n\n  make install</code></pre>"
+        "<ul><li>Then run:<pre><code>x --flag\n    y</code></pre></li></ul></li></ol>"
+    )
+    assert "1. Build:\n\n  ```\n  make\n\n    make install\n  ```" in md
+    assert "  - Then run:\n\n    ```\n    x --flag\n        y\n    ```" in md
+    stored = clean_text(md)
+    assert stored == md
+    text = markdown_to_text(stored)
+    assert "make\n\n  make install" in text
+    assert "x --flag\n    y" in text
 
 
 def test_a_code_listing_figure_is_kept_with_its_language() -> None:
