@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from knowledge_crawler.transform import fastpaths
-from knowledge_crawler.transform._text import WORD_RE
+from knowledge_crawler.transform._text import WORD_RE, norm
 from knowledge_crawler.transform.clean import clean_text
 from knowledge_crawler.transform.decode import decode_html, looks_like_html
 from knowledge_crawler.transform.language import declared_language, guess_language
@@ -331,9 +331,12 @@ def extract_tree(tree: HtmlElement | None, *, url: str | None = None) -> Extract
     blocks: list[Block] = []
     try:
         _prune(tree)
+        anchors = _heading_anchors(tree)
         body = _main_content(tree, url)
         if body is not None:
             blocks = collect_blocks(body)
+            if anchors and not any(b.kind == "h" for b in blocks):
+                blocks = _restore_headings(blocks, anchors)
     except Exception:  # RecursionError on absurdly deep trees, lxml errors, ...
         blocks = []
     return _extraction(title, declared, blocks)
@@ -479,6 +482,116 @@ def _prune(tree: HtmlElement) -> None:
         for child in list(pre):
             code.append(child)  # its tail moves with it
         pre.append(code)
+
+
+#: how much of the text after a heading identifies where it stood (normalised characters)
+_ANCHOR_CHARS = 40
+#: shorter than this, the text after a heading is too common to place it
+_ANCHOR_MIN = 12
+
+
+def _heading_anchors(tree: HtmlElement) -> list[tuple[int, str, str]]:
+    """(level, text, start of the text that follows it) of each heading of the page.
+
+    Not the ``h1`` (the headline, which is :attr:`Extraction.title`), not a heading that
+    is a link (a teaser, a table of contents) nor one whose text the page repeats
+    ("Share" above and below an article): those are chrome.
+
+    Read before trafilatura changes the tree: when it finds no frame element (DocBook,
+    texinfo and gtk-doc put the text straight in ``<body>``) it collects the page's
+    paragraphs, code and tables but none of its headings; :func:`_restore_headings`
+    puts them back before the block they introduced.
+    """
+    found = []
+    for h in tree.iter(*_HEADINGS):
+        if h.tag == "h1" or _linked(h):
+            continue
+        text = norm(" ".join(h.itertext()))
+        if text:
+            found.append((h, text))
+    seen = Counter(text for _, text in found)
+    anchors = []
+    for h, text in found:
+        if seen[text] > 1:
+            continue
+        after = _text_after(h)
+        if len(after) >= _ANCHOR_MIN:
+            anchors.append((int(h.tag[1]), text, after))
+    return anchors
+
+
+def _linked(h: HtmlElement) -> bool:
+    """A heading that is (or sits in) a link: a teaser or a navigation entry."""
+    if any(a.get("href") for a in h.iter("a")):
+        return True
+    return any(a.tag == "a" and a.get("href") for a in h.iterancestors())
+
+
+def _text_after(el: HtmlElement) -> str:
+    """The first :data:`_ANCHOR_CHARS` characters of text after ``el`` in the document
+    (normalised), found by walking forward from it, not through the whole page."""
+    pieces: list[str] = []
+    size = 0
+
+    def add(text: str | None) -> bool:
+        nonlocal size
+        if text and text.strip():
+            pieces.append(text)
+            size += len(text.strip())
+        return size >= _ANCHOR_CHARS
+
+    node: HtmlElement | None = el
+    while node is not None:
+        if add(node.tail):
+            break
+        done = False
+        for sib in node.itersiblings():
+            if not isinstance(sib.tag, str):
+                if add(sib.tail):
+                    done = True
+                    break
+                continue
+            if sib.tag in _HEADINGS:
+                done = True
+                break
+            for t in sib.itertext():
+                if add(t):
+                    done = True
+                    break
+            if done or add(sib.tail):
+                done = True
+                break
+        if done:
+            break
+        node = node.getparent()
+    return norm(" ".join(pieces))[:_ANCHOR_CHARS]
+
+
+def _restore_headings(blocks: list[Block], anchors: list[tuple[int, str, str]]) -> list[Block]:
+    """``blocks`` with each heading of ``anchors`` before the block that starts with the
+    text that followed it on the page, in page order (a heading whose text was not
+    extracted is left out)."""
+    starts = [norm(_block_text(b)) for b in blocks]
+    out: list[Block] = []
+    i = 0
+    for level, text, after in anchors:
+        key = after[: min(len(after), _ANCHOR_CHARS)]
+        for j in range(i, len(blocks)):
+            if starts[j].startswith(key) or (
+                len(starts[j]) >= _ANCHOR_MIN and key.startswith(starts[j])
+            ):
+                out.extend(blocks[i:j])
+                out.append(Block("h", text, level=level))
+                i = j
+                break
+    out.extend(blocks[i:])
+    return out
+
+
+def _block_text(b: Block) -> str:
+    if b.kind == "table":
+        return " ".join(c for r in (b.rows or []) for c in r)
+    return b.text
 
 
 _PERMALINK_TEXT = frozenset({"#", "¶", "§", "🔗"})

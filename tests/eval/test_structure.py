@@ -170,6 +170,12 @@ CHECKS = [
         "headings",
         (["## Zlib", "### Threadpool usage and performance considerations"],),
     ),
+    Check(
+        "libxslt-tutorial",
+        "DocBook text straight in <body>: headings restored at their levels",
+        "headings",
+        (["## Introduction", "### Preparing to Parse", "### Parameters", "## A. The Code"],),
+    ),
     # lists: nesting kept
     Check(
         "rust-reference-asm",

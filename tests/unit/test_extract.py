@@ -629,3 +629,24 @@ def test_text_after_a_nested_list_stays_after_it() -> None:
         "<li>next item</li></ul>"
     )
     assert "- Colors:\n  - auto\n  - never\n  May also be set in config.\n- next item" in md
+
+
+def test_headings_of_a_page_without_frame_are_put_back_before_their_text() -> None:
+    # DocBook: no <article>/<main>, headings nested in title divs, text in <body>
+    section = (
+        '<div class="sect1"><div class="titlepage"><div><h2>{n}. {title}</h2></div></div>'
+        "<p>{title} section text that is long enough to count as a paragraph of the page.</p>"
+        "<p>More words for the {title} section, a second paragraph of real body text.</p>"
+        "</div>"
+    )
+    body = "".join(section.format(n=i, title=t) for i, t in enumerate(["Intro", "Usage"], 1))
+    chrome = (
+        '<h3><a href="/next">Next chapter</a></h3>'
+        "<h4>Share</h4><p>Share section text that is long enough to count as a paragraph.</p>"
+        "<h4>Share</h4>"
+    )
+    md = extract(f"<html><body><h1>Manual</h1>{chrome}{body}</body></html>").markdown
+    assert "## 1. Intro\n\nIntro section text" in md
+    assert "## 2. Usage\n\nUsage section text" in md
+    assert "Next chapter" not in md and "# Share" not in md
+    assert "# Manual" not in md
