@@ -143,6 +143,7 @@ def _options() -> Any:
         logging.getLogger("htmldate").setLevel(logging.CRITICAL)
         _speed_up_forum_check()
         _skip_unused_backup()
+        _keep_reference_tables()
         fastpaths.install()
         opts = Extractor(
             output_format="markdown",
@@ -213,6 +214,47 @@ def _skip_unused_backup() -> None:
     prepare_tree._kc_fast = True  # type: ignore[attr-defined]
     prepare_tree.__wrapped__ = original  # type: ignore[attr-defined]
     core._prepare_tree = prepare_tree
+
+
+def _keep_reference_tables() -> None:
+    """Keep link-dense tables that are reference tables, not navigation.
+
+    trafilatura deletes a table whose text is mostly link text as boilerplate (a menu
+    laid out as a table). An index or cross-reference table (keyword, then links to
+    where it is used) is as link-dense, but it has a header row and, in every body row,
+    a cell with text and no link: a key the links are about. A menu has neither. Such a
+    table is kept; any other goes by trafilatura's own test.
+    """
+    import trafilatura.main_extractor as main
+
+    original = getattr(main, "link_density_test_tables", None)
+    if original is None or getattr(original, "_kc_keep", False):
+        return
+
+    def link_density_test_tables(element: HtmlElement) -> bool:
+        return bool(original(element)) and not _reference_table(element)
+
+    link_density_test_tables._kc_keep = True  # type: ignore[attr-defined]
+    link_density_test_tables.__wrapped__ = original  # type: ignore[attr-defined]
+    setattr(main, "link_density_test_tables", link_density_test_tables)  # noqa: B010
+
+
+def _reference_table(table: HtmlElement) -> bool:
+    """A header row of ``th`` cells, then body rows each with a cell that has text and no
+    link (``ref`` in trafilatura's tree, ``a`` before it)."""
+    rows = [r for r in table.iter("tr") if next(r.iterancestors("table")) is table]
+    if len(rows) < 3 or not any(c.tag == "th" for c in rows[0]):
+        return False
+    for row in rows[1:]:
+        cells = [c for c in row if c.tag in ("td", "th")]
+        if len(cells) < 2:
+            return False
+        if not any(
+            "".join(c.itertext()).strip() and c.find(".//ref") is None and c.find(".//a") is None
+            for c in cells
+        ):
+            return False
+    return True
 
 
 #: bytes that are C0 control characters other than tab, newline and carriage return

@@ -46,6 +46,10 @@ PAGES = {
         RUST / "cargo/reference/external-tools.html",
         "88844f99bcf847e4c75af8c4400f920ddfb3ab1376e6bb7034e3064c717b2147",
     ),
+    "rust-reference-syntax-index": (
+        RUST / "reference/syntax-index.html",
+        "c9fc0999fa5154dd0d2d7c9f4d07fb715416ae026999f4a99daaf3254fd05c8a",
+    ),
     "libxslt-tutorial": (
         Path("/usr/share/doc/libxslt1-dev/html/tutorial/libxslttutorial.html"),
         "6c7cc25ffe3837e7067d4d1709e3726b3ac7460ec0fc778a086c2fdc5b7ffd19",
@@ -118,6 +122,15 @@ CHECKS = [
         (
             ["Length", "Signed", "Unsigned"],
             [["8-bit", "i8", "u8"], ["Architecture-dependent", "isize", "usize"]],
+        ),
+    ),
+    Check(
+        "rust-reference-syntax-index",
+        "link-dense index table (symbol, name, links to uses) is kept, not taken for a menu",
+        "table",
+        (
+            ["Symbol", "Name", "Use"],
+            [["-", "Minus", "subtraction, negation"], ["/", "Slash", "division"]],
         ),
     ),
     Check(

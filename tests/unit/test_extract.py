@@ -650,3 +650,19 @@ def test_headings_of_a_page_without_frame_are_put_back_before_their_text() -> No
     assert "## 2. Usage\n\nUsage section text" in md
     assert "Next chapter" not in md and "# Share" not in md
     assert "# Manual" not in md
+
+
+def test_a_link_dense_reference_table_is_kept_and_a_link_menu_table_is_not() -> None:
+    uses = ", ".join(f'<a href="/ref/{i}">place number {i} where it is used</a>' for i in range(3))
+    rows = "".join(f"<tr><td><code>kw{i}</code></td><td>{uses}</td></tr>" for i in range(6))
+    index = f"<table><thead><tr><th>Keyword</th><th>Use</th></tr></thead>{rows}</table>"
+    menu_cells = "".join(
+        f'<td><a href="/s/{i}">Section number {i} of the site</a></td>' for i in range(4)
+    )
+    menu = (
+        f"<table><tr><th>Menu</th><th>More</th></tr>{('<tr>' + menu_cells + '</tr>') * 4}</table>"
+    )
+    md = _md(index + menu)
+    assert "| Keyword | Use |" in md
+    assert "| kw5 | place number 0 where it is used, place number 1" in md
+    assert "Section number" not in md
