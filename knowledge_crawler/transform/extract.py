@@ -503,6 +503,8 @@ def _prune(tree: HtmlElement) -> None:
       bare ``<pre>`` that does not look like code into a quotation, and inside a list
       item collapses its lines; ``<pre><code>`` it keeps as a code block, line breaks
       and indentation included. A language class on the ``<pre>`` moves to the code.
+    * Text after a ``<pre>`` (the rest of a paragraph the ``<pre>`` interrupted) becomes
+      a paragraph: trafilatura drops a code block's tail.
     """
     from lxml.etree import Element, strip_elements
 
@@ -524,6 +526,33 @@ def _prune(tree: HtmlElement) -> None:
         for child in list(pre):
             code.append(child)  # its tail moves with it
         pre.append(code)
+    for pre in list(tree.iter("pre")):
+        if pre.tail and pre.tail.strip():
+            _tail_to_paragraph(pre)
+
+
+#: elements that end a run of inline content
+_BLOCK_LEVEL = frozenset(
+    {"p", "div", "pre", "ul", "ol", "dl", "table", "blockquote", "section", "article"}
+    | {"aside", "header", "footer", "nav", "figure", "hr", "form", "main", "details"}
+    | {"h1", "h2", "h3", "h4", "h5", "h6"}
+)
+
+
+def _tail_to_paragraph(el: HtmlElement) -> None:
+    """The text after a block (``<pre>`` closes an open ``<p>``, so the rest of the
+    sentence is the ``<pre>``'s tail) becomes a paragraph of its own, with the inline
+    elements that follow it up to the next block: trafilatura drops a code block's tail.
+    """
+    from lxml.etree import Element
+
+    para = Element("p")
+    para.text, el.tail = el.tail, None
+    for sibling in list(el.itersiblings()):
+        if isinstance(sibling.tag, str) and sibling.tag in _BLOCK_LEVEL:
+            break
+        para.append(sibling)  # its tail moves with it
+    el.addnext(para)
 
 
 #: how much of the text after a heading identifies where it stood (normalised characters)

@@ -666,3 +666,14 @@ def test_a_link_dense_reference_table_is_kept_and_a_link_menu_table_is_not() -> 
     assert "| Keyword | Use |" in md
     assert "| kw5 | place number 0 where it is used, place number 1" in md
     assert "Section number" not in md
+
+
+def test_the_rest_of_a_paragraph_after_a_pre_is_kept_in_order() -> None:
+    md = _md(
+        "<p>Parse the stylesheet:<pre>cur = parse(argv[i]);</pre> In this case, I cast the"
+        " <i>file name</i> to a string, then the code goes on.<b>!</b><div>Next block.</div></p>"
+    )
+    assert (
+        "Parse the stylesheet:\n\n```\ncur = parse(argv[i]);\n```\n\n"
+        "In this case, I cast the file name to a string, then the code goes on.!"
+    ) in md
