@@ -1,7 +1,8 @@
 r"""Text cleaning applied after extraction and before hashing (SPEC F-PIPELINE step 2).
 
 Pure module. Cleaning never changes what a page says: it removes script/style
-leftovers, standalone boilerplate banners and the source's own ``boilerplate``
+leftovers that stand on lines of their own (a tag quoted in a sentence is the page's
+text), standalone boilerplate banners and the source's own ``boilerplate``
 matches, and normalises whitespace, and nothing else. In particular:
 
 * **Fenced code is never touched** (```` ``` ```` or ``~~~`` fences of any length and
@@ -120,7 +121,13 @@ _ANY_BANNER = re.compile(
     "|".join(f"(?:{rule.pattern})" for rule in DEFAULT_BOILERPLATE), re.IGNORECASE
 )
 
-_SCRIPT_STYLE = re.compile(r"<(script|style|noscript)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
+#: a script or style leftover: lines of their own, from the opening tag to its closing
+#: one, within one block (no blank line inside). A tag quoted in a sentence ("add
+#: <script src=...></script> to the head") is what the page says, and stays.
+_SCRIPT_STYLE = re.compile(
+    r"^[ \t]*<(script|style|noscript)\b(?:(?!</\1\s*>|\n[ \t]*\n).)*</\1\s*>[ \t]*$",
+    re.IGNORECASE | re.DOTALL | re.MULTILINE,
+)
 #: any indentation: a fence under a list item is indented as the item's text
 _FENCE_OPEN = re.compile(r"[ \u00a0]*(`{3,}|~{3,})(.*)")
 _FENCE_CLOSE = re.compile(r"[ \u00a0]*(`{3,}|~{3,})\s*")

@@ -244,8 +244,20 @@ def test_whitespace_normalisation(text: str, expected: str) -> None:
 
 
 def test_script_and_style_leftovers_are_removed() -> None:
-    text = "Text <script>var a = 1;</script>here.<style>p{}</style>"
-    assert clean_text(text) == "Text here."
+    text = "Text.\n\n<script>var a = 1;\nrun(a);</script>\n<style>p{}</style>\n\nHere."
+    assert clean_text(text) == "Text.\n\nHere."
+
+
+def test_a_tag_quoted_in_a_sentence_is_what_the_page_says() -> None:
+    """An HTML tutorial's "add <script src=...></script> to the head" lost its tag: the
+    extractor removes script and style elements, so a tag left in the text was written
+    by the page (as &lt;script&gt;)."""
+    text = (
+        'To load it, add <script src="lib.js"></script> to the head.\n\n'
+        "A <style>body { margin: 0 }</style> block applies to the whole page.\n\n"
+        "<script> tags may come anywhere.\n\nAnd end with </script>."
+    )
+    assert clean_text(text) == text
 
 
 @pytest.mark.parametrize("info", ["css", "javascript", "script", "style", "js"])
