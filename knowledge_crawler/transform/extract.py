@@ -505,6 +505,9 @@ def _prune(tree: HtmlElement) -> None:
       and indentation included. A language class on the ``<pre>`` moves to the code.
     * Text after a ``<pre>`` (the rest of a paragraph the ``<pre>`` interrupted) becomes
       a paragraph: trafilatura drops a code block's tail.
+    * An element whose class names ``meta`` and that holds a table (Node.js
+      ``api_metadata``: a version-history table) loses those class tokens: trafilatura
+      deletes any ``meta`` class as a byline or date line, which never holds a table.
     """
     from lxml.etree import Element, strip_elements
 
@@ -529,6 +532,8 @@ def _prune(tree: HtmlElement) -> None:
     for pre in list(tree.iter("pre")):
         if pre.tail and pre.tail.strip():
             _tail_to_paragraph(pre)
+    for el in tree.xpath("//*[contains(@class, 'meta')][.//table]"):
+        el.set("class", " ".join(c for c in (el.get("class") or "").split() if "meta" not in c))
 
 
 #: elements that end a run of inline content

@@ -677,3 +677,17 @@ def test_the_rest_of_a_paragraph_after_a_pre_is_kept_in_order() -> None:
         "Parse the stylesheet:\n\n```\ncur = parse(argv[i]);\n```\n\n"
         "In this case, I cast the file name to a string, then the code goes on.!"
     ) in md
+
+
+def test_a_meta_classed_block_holding_a_table_is_kept_and_a_byline_is_not() -> None:
+    history = (
+        '<div class="api_metadata"><details><summary>History</summary><table>'
+        "<tr><th>Version</th><th>Changes</th></tr>"
+        "<tr><td>v19.0.0</td><td><p>Must be called with the object as the receiver.</p></td></tr>"
+        "<tr><td>v8.5.0</td><td><p>Added in: v8.5.0</p></td></tr>"
+        "</table></details></div>"
+    )
+    byline = '<div class="post-meta"><span>By Jane Doe, 3 March 2020</span></div>'
+    md = _md(history + byline)
+    assert "| v19.0.0 | Must be called with the object as the receiver. |" in md
+    assert "Jane Doe" not in md
