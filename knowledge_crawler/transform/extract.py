@@ -35,6 +35,7 @@ elements instead of steps 3-4, rendered by the same serializer
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -144,6 +145,7 @@ def _options() -> Any:
         _speed_up_forum_check()
         _skip_unused_backup()
         _keep_reference_tables()
+        _keep_parameter_lists()
         fastpaths.install()
         opts = Extractor(
             output_format="markdown",
@@ -237,6 +239,61 @@ def _keep_reference_tables() -> None:
     link_density_test_tables._kc_keep = True  # type: ignore[attr-defined]
     link_density_test_tables.__wrapped__ = original  # type: ignore[attr-defined]
     setattr(main, "link_density_test_tables", link_density_test_tables)  # noqa: B010
+
+
+def _keep_parameter_lists() -> None:
+    """Keep link-dense lists whose every item starts with its own text, not a link.
+
+    trafilatura deletes a short list whose text is mostly short links as a menu. A
+    parameter list (``name <string>``: a name, then a link to its type) is as link-dense,
+    but each item begins with text that is not a link; a menu's items begin with one.
+    """
+    import trafilatura.htmlprocessing as processing
+
+    original = getattr(processing, "link_density_test", None)
+    if original is None or getattr(original, "_kc_keep", False):
+        return
+
+    def link_density_test(element: HtmlElement, favor_precision: bool = False) -> Any:
+        if element.tag == "list" and _parameter_list(element):
+            return False, False
+        return original(element, favor_precision)
+
+    link_density_test._kc_keep = True  # type: ignore[attr-defined]
+    link_density_test.__wrapped__ = original  # type: ignore[attr-defined]
+    setattr(processing, "link_density_test", link_density_test)  # noqa: B010
+
+
+def _parameter_list(lst: HtmlElement) -> bool:
+    """Two or more items, each with a word (not a number: "1.2." numbers a table of
+    contents) before its first link."""
+    items = [c for c in lst if c.tag == "item"]
+    return (
+        len(items) >= 2
+        and len(items) == len(lst)
+        and all(_LETTER.search(_lead_text(i)) for i in items)
+    )
+
+
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def _lead_text(el: HtmlElement) -> str:
+    """The text of ``el`` before its first link (``ref``), stripped."""
+    parts: list[str] = []
+
+    def walk(node: HtmlElement) -> bool:  # False once a link is reached
+        if node.tag == "ref":
+            return False
+        parts.append(node.text or "")
+        for child in node:
+            if not walk(child):
+                return False
+            parts.append(child.tail or "")
+        return True
+
+    walk(el)
+    return "".join(parts).strip()
 
 
 def _reference_table(table: HtmlElement) -> bool:

@@ -691,3 +691,12 @@ def test_a_meta_classed_block_holding_a_table_is_kept_and_a_byline_is_not() -> N
     md = _md(history + byline)
     assert "| v19.0.0 | Must be called with the object as the receiver. |" in md
     assert "Jane Doe" not in md
+
+
+def test_a_parameter_list_of_type_links_is_kept_and_a_numbered_contents_list_is_not() -> None:
+    t = '<a href="https://developer.mozilla.org/docs/Number" class="type">&lt;number&gt;</a>'
+    params = f"<ul><li><code>idle</code> {t}</li><li><code>active</code> {t}</li></ul>"
+    contents = "".join(f'<li>1.{i}. <a href="#q{i}">Step {i}</a></li>' for i in range(3))
+    md = _md(f"{params}<p>The values are in milliseconds.</p><ul>{contents}</ul>")
+    assert "- idle <number>\n- active <number>" in md
+    assert "Step 1" not in md
