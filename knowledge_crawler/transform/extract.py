@@ -562,6 +562,10 @@ def _prune(tree: HtmlElement) -> None:
       and indentation included. A language class on the ``<pre>`` moves to the code.
     * Text after a ``<pre>`` (the rest of a paragraph the ``<pre>`` interrupted) becomes
       a paragraph: trafilatura drops a code block's tail.
+    * An ``<a>`` without ``href`` is a link target, not a link: its tag goes, its text
+      stays. trafilatura counts it as a link with no text, and deletes a short block
+      (a DocBook note: ``<h3><a name="id1"></a>Note</h3><p>...</p>``) whose links all
+      lack text as a link block.
     * An element whose class names ``meta`` and that holds a table (Node.js
       ``api_metadata``: a version-history table) loses those class tokens: trafilatura
       deletes any ``meta`` class as a byline or date line, which never holds a table.
@@ -589,6 +593,8 @@ def _prune(tree: HtmlElement) -> None:
     for pre in list(tree.iter("pre")):
         if pre.tail and pre.tail.strip():
             _tail_to_paragraph(pre)
+    for anchor in tree.xpath("//a[not(@href)]"):
+        anchor.drop_tag()
     for el in tree.xpath("//*[contains(@class, 'meta')][.//table]"):
         el.set("class", " ".join(c for c in (el.get("class") or "").split() if "meta" not in c))
 

@@ -700,3 +700,15 @@ def test_a_parameter_list_of_type_links_is_kept_and_a_numbered_contents_list_is_
     md = _md(f"{params}<p>The values are in milliseconds.</p><ul>{contents}</ul>")
     assert "- idle <number>\n- active <number>" in md
     assert "Step 1" not in md
+
+
+def test_a_block_whose_only_anchor_has_no_href_is_not_a_link_block() -> None:
+    # a DocBook note ends its section; <a name> (a link target, no text) made
+    # trafilatura count a link with no text and delete the note
+    note = (
+        '<div class="sect2"><p>Save the result with the save functions of the library.</p>'
+        '<div class="note"><h3><a name="id2708587"></a>Note</h3>'
+        "<p>libxml also contains output functions, such as xmlSaveFile, which can be used"
+        " here.</p></div></div>"
+    )
+    assert "such as xmlSaveFile, which can be used here." in _md(note)
