@@ -555,7 +555,8 @@ def _prune(tree: HtmlElement) -> None:
       the heading's text: it goes.
     * A ``<figure>`` holding a ``<pre>`` is a code listing (file name, code, caption),
       not an illustration: it becomes a ``<div>`` (trafilatura deletes figures, and
-      keeps only those that hold a table).
+      keeps only those that hold a table). Its caption and file-name ``<span>`` become
+      paragraphs: as loose children of a ``<div>`` trafilatura's main extractor drops them.
     * A ``<pre>`` without ``<code>`` gets one around its content: trafilatura turns a
       bare ``<pre>`` that does not look like code into a quotation, and inside a list
       item collapses its lines; ``<pre><code>`` it keeps as a code block, line breaks
@@ -579,6 +580,9 @@ def _prune(tree: HtmlElement) -> None:
     for figure in tree.iter("figure"):
         if figure.find(".//pre") is not None:
             figure.tag = "div"
+            for child in figure:
+                if child.tag in ("figcaption", "span") and (child.text_content() or "").strip():
+                    child.tag = "p"
     for pre in tree.iter("pre"):
         if pre.find(".//code") is not None:
             continue

@@ -712,3 +712,20 @@ def test_a_block_whose_only_anchor_has_no_href_is_not_a_link_block() -> None:
         " here.</p></div></div>"
     )
     assert "such as xmlSaveFile, which can be used here." in _md(note)
+
+
+def test_a_code_listing_keeps_its_file_name_and_caption_around_the_code() -> None:
+    code = "\n".join(f"    let value_{i} = compute({i});" for i in range(8))
+    listing = (
+        '<figure class="listing" id="listing-1"><span class="file-name">Filename: src/main.rs'
+        f'</span><pre><code class="language-rust">fn main() {{\n{code}\n}}</code></pre>'
+        '<figcaption><a href="#listing-1">Listing 1</a>: Computing the values</figcaption>'
+        "</figure>"
+    )
+    text = "".join(
+        f"<p>Paragraph {i} of the chapter, with enough words to be text.</p>" for i in range(12)
+    )
+    # a page this long goes through trafilatura's main extractor, which lost both
+    md = extract(f"<html><body><main>{text}{listing}{text}</main></body></html>").markdown
+    assert "Filename: src/main.rs\n\n```rust\nfn main() {" in md
+    assert "}\n```\n\nListing 1: Computing the values" in md
