@@ -242,11 +242,16 @@ def _keep_reference_tables() -> None:
 
 
 def _keep_parameter_lists() -> None:
-    """Keep link-dense lists whose every item starts with its own text, not a link.
+    """Keep link-dense lists whose every item starts with its own text, not a link, and
+    blocks whose only links are in-page links without text.
 
     trafilatura deletes a short list whose text is mostly short links as a menu. A
     parameter list (``name <string>``: a name, then a link to its type) is as link-dense,
     but each item begins with text that is not a link; a menu's items begin with one.
+    It also deletes a short ``div`` whose links all lack text (it counts no link text,
+    and takes that for a block of icon links). A DocBook callout list links each
+    explanation back to its place in the code with an image (``<a href="#co1"><img>``):
+    links that stay on the page and carry no text are markers, not navigation.
     """
     import trafilatura.htmlprocessing as processing
 
@@ -256,6 +261,11 @@ def _keep_parameter_lists() -> None:
 
     def link_density_test(element: HtmlElement, favor_precision: bool = False) -> Any:
         if element.tag == "list" and _parameter_list(element):
+            return False, False
+        if element.tag == "div" and all(
+            (r.get("href") or "").startswith("#") and not "".join(r.itertext()).strip()
+            for r in element.iter("ref")
+        ):
             return False, False
         return original(element, favor_precision)
 

@@ -729,3 +729,20 @@ def test_a_code_listing_keeps_its_file_name_and_caption_around_the_code() -> Non
     md = extract(f"<html><body><main>{text}{listing}{text}</main></body></html>").markdown
     assert "Filename: src/main.rs\n\n```rust\nfn main() {" in md
     assert "}\n```\n\nListing 1: Computing the values" in md
+
+
+def test_a_callout_list_whose_only_links_are_in_page_images_is_kept() -> None:
+    rows = "".join(
+        f'<tr><td><a href="#co{i}"><img src="callouts/{i}.png" alt="{i}"></a></td>'
+        f"<td><p>Free the memory used by part {i}.</p></td></tr>"
+        for i in range(1, 4)
+    )
+    section = (
+        "<div><p>After you are finished, free the memory.</p><pre>free(doc);</pre>"
+        f'<div class="calloutlist"><table>{rows}</table></div></div>'
+    )
+    text = "".join(
+        f"<p>Paragraph {i} of the chapter, with enough words to be text.</p>" for i in range(12)
+    )
+    md = extract(f"<html><body><div>{text}{section}{text}</div></body></html>").markdown
+    assert "Free the memory used by part 2." in md
