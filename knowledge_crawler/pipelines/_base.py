@@ -14,8 +14,31 @@ from scrapy.crawler import Crawler
 
 from knowledge_crawler.crawl.runtime import Runtime, runtime_for
 from knowledge_crawler.items import FailureItem, PageItem
-from knowledge_crawler.store import utc_now
+from knowledge_crawler.store import FetchFailure, utc_now
 from knowledge_crawler.sync.retry import Action, AttemptState
+
+#: the actions after which a URL is not fetched again on its own (its frontier entry is done)
+FINAL_ACTIONS = frozenset({"dead_letter", "review", "missing", "gone"})
+
+
+def retry_record(item: FailureItem, state: AttemptState) -> FetchFailure:
+    """The ``fetch_attempts`` row of a failure whose retry state was decided."""
+    return FetchFailure(
+        item.source_id,
+        item.canonical_url,
+        item.url,
+        failed_at=item.failed_at,
+        attempts=state.attempts,
+        first_failed_at=state.first_failed_at,
+        last_error=state.last_error,
+        last_status=state.last_status,
+        next_retry_at=state.next_retry_at,
+        dead_lettered_at=state.dead_lettered_at,
+        needs_review=item.action == "review",
+        depth=item.depth,
+        settled=item.action in FINAL_ACTIONS,
+        evidence=item.evidence or "[]",
+    )
 
 
 def retry_later(item: PageItem, error: str) -> FailureItem:

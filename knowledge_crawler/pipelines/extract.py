@@ -57,7 +57,7 @@ from knowledge_crawler.crawl.stage_pool import (
     worker_count,
 )
 from knowledge_crawler.items import FailureItem, PageItem, UrlOutcomeItem
-from knowledge_crawler.pipelines._base import KcPipeline, retry_later
+from knowledge_crawler.pipelines._base import KcPipeline, retry_later, retry_record
 from knowledge_crawler.store import FetchFailure, KnownPage, utc_now
 from knowledge_crawler.sync.junk import (
     COLLAPSE_RATIO,
@@ -396,20 +396,6 @@ class ExtractPipeline(KcPipeline):
                 missing_window=source.missing_window,
             ),
         )
-        evidence = evidence_to_json(decision.evidence)
-        self._failures()[known.key] = FetchFailure(
-            known.source_id,
-            known.canonical_url,
-            item.url,
-            failed_at=item.fetched_at,
-            attempts=state.attempts,
-            first_failed_at=state.first_failed_at,
-            last_error=state.last_error,
-            last_status=state.last_status,
-            next_retry_at=state.next_retry_at,
-            depth=item.depth,
-            evidence=evidence,
-        )
         logger.warning(
             "%s: %s; its stored content is kept (parse failure %d, next try %s)",
             item.final_url,
@@ -417,7 +403,7 @@ class ExtractPipeline(KcPipeline):
             state.attempts,
             state.next_retry_at,
         )
-        return FailureItem(
+        failure = FailureItem(
             source_id=known.source_id,
             canonical_url=known.canonical_url,
             url=item.url,
@@ -427,8 +413,10 @@ class ExtractPipeline(KcPipeline):
             error=PARSE_FAILURE,
             action=Action.RETRY.value,
             state=state,
-            evidence=evidence,
+            evidence=evidence_to_json(decision.evidence),
         )
+        self._failures()[known.key] = retry_record(failure, state)  # as the store keeps it
+        return failure
 
     def _failures(self) -> dict[tuple[str, str], FetchFailure]:
         if self._failed is None:

@@ -65,7 +65,7 @@ from knowledge_crawler.items import (
     PageItem,
     UrlOutcomeItem,
 )
-from knowledge_crawler.pipelines._base import KcPipeline
+from knowledge_crawler.pipelines._base import KcPipeline, retry_record
 from knowledge_crawler.sources import Source
 from knowledge_crawler.store import (
     PAGE_NOT_STORED,
@@ -279,26 +279,8 @@ class StorePipeline(KcPipeline):
         """The retry state the middleware decided, and for a stored page its new status."""
         ops: list[Operation] = []
         state = item.state
-        final = item.action in ("dead_letter", "review", "missing", "gone")
         if state is not None:
-            ops.append(
-                FetchFailure(
-                    item.source_id,
-                    item.canonical_url,
-                    item.url,
-                    failed_at=item.failed_at,
-                    attempts=state.attempts,
-                    first_failed_at=state.first_failed_at,
-                    last_error=state.last_error,
-                    last_status=state.last_status,
-                    next_retry_at=state.next_retry_at,
-                    dead_lettered_at=state.dead_lettered_at,
-                    needs_review=item.action == "review",
-                    depth=item.depth,
-                    settled=final,
-                    evidence=item.evidence or "[]",
-                )
-            )
+            ops.append(retry_record(item, state))
         known = self.runtime.known.get((item.source_id, item.canonical_url))
         source = self.runtime.sources.get(item.source_id)
         if item.action in ("missing", "gone") and known is not None and source is not None:
