@@ -146,6 +146,7 @@ def _options() -> Any:
         _skip_unused_backup()
         _keep_reference_tables()
         _keep_parameter_lists()
+        _keep_repeated_code()
         fastpaths.install()
         opts = Extractor(
             output_format="markdown",
@@ -251,7 +252,10 @@ def _keep_parameter_lists() -> None:
     It also deletes a short ``div`` whose links all lack text (it counts no link text,
     and takes that for a block of icon links). A DocBook callout list links each
     explanation back to its place in the code with an image (``<a href="#co1"><img>``):
-    links that stay on the page and carry no text are markers, not navigation.
+    links that stay on the page and carry no text are markers, not navigation. Nor is a
+    link inside code: a reference page links each type in a signature to where it is
+    defined (gtk-doc's ``#define <a href="#NODE_IS_KEYED">NODE_IS_KEYED</a>``), and an
+    entry that short (heading, signature, one sentence) was deleted whole.
     """
     import trafilatura.htmlprocessing as processing
 
@@ -263,7 +267,8 @@ def _keep_parameter_lists() -> None:
         if element.tag == "list" and _parameter_list(element):
             return False, False
         if element.tag == "div" and all(
-            (r.get("href") or "").startswith("#") and not "".join(r.itertext()).strip()
+            ((r.get("href") or "").startswith("#") and not "".join(r.itertext()).strip())
+            or _in_code(r, element)
             for r in element.iter("ref")
         ):
             return False, False
@@ -272,6 +277,46 @@ def _keep_parameter_lists() -> None:
     link_density_test._kc_keep = True  # type: ignore[attr-defined]
     link_density_test.__wrapped__ = original  # type: ignore[attr-defined]
     setattr(processing, "link_density_test", link_density_test)  # noqa: B010
+
+
+def _keep_repeated_code() -> None:
+    """Keep a code block whose text the page showed before.
+
+    When trafilatura finds no frame element (DocBook, gtk-doc, texinfo) it collects the
+    page's loose paragraphs, code and tables, and skips one whose text is part of what
+    it collected already, to avoid repeating a block the main pass took. A reference
+    page repeats code on purpose: the synopsis lists every signature, and each entry
+    below shows its own again, with its parameters. Code blocks are compared by
+    identity instead (a text no other element has); what the main pass took is still
+    skipped, by trafilatura's record of the elements it consumed.
+    """
+    from itertools import count
+
+    import trafilatura.main_extractor as main
+
+    original = getattr(main, "_elem_text", None)
+    if original is None or getattr(original, "_kc_keep", False):
+        return
+    serial = count()
+
+    def elem_text(element: Any) -> str:
+        text: str = original(element)
+        if text and element.tag == "code":
+            return f"{text}\x00{next(serial)}"
+        return text
+
+    elem_text._kc_keep = True  # type: ignore[attr-defined]
+    elem_text.__wrapped__ = original  # type: ignore[attr-defined]
+    setattr(main, "_elem_text", elem_text)  # noqa: B010
+
+
+def _in_code(link: HtmlElement, within: HtmlElement) -> bool:
+    for up in link.iterancestors():
+        if up.tag == "code":
+            return True
+        if up is within:
+            return False
+    return False
 
 
 def _parameter_list(lst: HtmlElement) -> bool:
@@ -577,6 +622,9 @@ def _prune(tree: HtmlElement) -> None:
       stays. trafilatura counts it as a link with no text, and deletes a short block
       (a DocBook note: ``<h3><a name="id1"></a>Note</h3><p>...</p>``) whose links all
       lack text as a link block.
+    * A ``<table>`` classed as navigation (``navigation``, ``nav...``: gtk-doc's
+      previous/up/next bar, a wiki's navbox) goes, as trafilatura deletes such a
+      ``<div>``; its rule does not look at tables.
     * An element whose class names ``meta`` and that holds a table (Node.js
       ``api_metadata``: a version-history table) loses those class tokens: trafilatura
       deletes any ``meta`` class as a byline or date line, which never holds a table.
@@ -609,6 +657,9 @@ def _prune(tree: HtmlElement) -> None:
             _tail_to_paragraph(pre)
     for anchor in tree.xpath("//a[not(@href)]"):
         anchor.drop_tag()
+    for table in tree.xpath("//table[@class]"):
+        if _navigation_class(table.get("class") or "") and table.getparent() is not None:
+            _drop_keeping_tail(table)
     for el in tree.xpath("//*[contains(@class, 'meta')][.//table]"):
         el.set("class", " ".join(c for c in (el.get("class") or "").split() if "meta" not in c))
 
@@ -637,10 +688,15 @@ def _tail_to_paragraph(el: HtmlElement) -> None:
     el.addnext(para)
 
 
-#: how much of the text after a heading identifies where it stood (normalised characters)
-_ANCHOR_CHARS = 40
+#: how much of the text after a heading identifies where it stood (characters, without
+#: whitespace: element boundaries put spaces in different places on the two sides)
+_ANCHOR_CHARS = 36
 #: shorter than this, the text after a heading is too common to place it
-_ANCHOR_MIN = 12
+_ANCHOR_MIN = 10
+
+
+def _squash(text: str) -> str:
+    return "".join(text.split())
 
 
 def _heading_anchors(tree: HtmlElement) -> list[tuple[int, str, str]]:
@@ -648,7 +704,8 @@ def _heading_anchors(tree: HtmlElement) -> list[tuple[int, str, str]]:
 
     Not the ``h1`` (the headline, which is :attr:`Extraction.title`), not a heading that
     is a link (a teaser, a table of contents) nor one whose text the page repeats
-    ("Share" above and below an article): those are chrome.
+    ("Share" above and below an article): those are chrome. A heading followed at once
+    by another one ("Details", then "xsltAddKey ()") stands before the same text.
 
     Read before trafilatura changes the tree: when it finds no frame element (DocBook,
     texinfo and gtk-doc put the text straight in ``<body>``) it collects the page's
@@ -663,13 +720,21 @@ def _heading_anchors(tree: HtmlElement) -> list[tuple[int, str, str]]:
         if text:
             found.append((h, text))
     seen = Counter(text for _, text in found)
-    anchors = []
+    anchors: list[tuple[int, str, str]] = []
+    pending: list[tuple[int, str]] = []  # headings waiting for the next one's text
     for h, text in found:
         if seen[text] > 1:
+            pending.clear()
             continue
-        after = _text_after(h)
+        after, next_heading = _text_after(h)
         if len(after) >= _ANCHOR_MIN:
+            anchors.extend((level, t, after) for level, t in pending)
             anchors.append((int(h.tag[1]), text, after))
+            pending.clear()
+        elif next_heading and not after:
+            pending.append((int(h.tag[1]), text))
+        else:
+            pending.clear()
     return anchors
 
 
@@ -680,58 +745,59 @@ def _linked(h: HtmlElement) -> bool:
     return any(a.tag == "a" and a.get("href") for a in h.iterancestors())
 
 
-def _text_after(el: HtmlElement) -> str:
-    """The first :data:`_ANCHOR_CHARS` characters of text after ``el`` in the document
-    (normalised), found by walking forward from it, not through the whole page."""
+class _Enough(Exception):
+    pass
+
+
+def _text_after(el: HtmlElement) -> tuple[str, bool]:
+    """The first :data:`_ANCHOR_CHARS` characters of text after ``el`` in the document,
+    whitespace removed, up to the next heading (found by walking forward from it, not
+    through the whole page), and whether a heading ended the walk."""
     pieces: list[str] = []
     size = 0
 
-    def add(text: str | None) -> bool:
+    def add(text: str | None) -> None:
         nonlocal size
         if text and text.strip():
             pieces.append(text)
             size += len(text.strip())
-        return size >= _ANCHOR_CHARS
+            if size >= _ANCHOR_CHARS:
+                raise _Enough
+
+    def walk(node: HtmlElement) -> None:  # the node's own text and its descendants'
+        if isinstance(node.tag, str):
+            if node.tag in _HEADINGS:
+                raise _Enough(node)
+            add(node.text)
+            for child in node:
+                walk(child)
+                add(child.tail)
 
     node: HtmlElement | None = el
-    while node is not None:
-        if add(node.tail):
-            break
-        done = False
-        for sib in node.itersiblings():
-            if not isinstance(sib.tag, str):
-                if add(sib.tail):
-                    done = True
-                    break
-                continue
-            if sib.tag in _HEADINGS:
-                done = True
-                break
-            for t in sib.itertext():
-                if add(t):
-                    done = True
-                    break
-            if done or add(sib.tail):
-                done = True
-                break
-        if done:
-            break
-        node = node.getparent()
-    return norm(" ".join(pieces))[:_ANCHOR_CHARS]
+    heading = False
+    try:
+        while node is not None:
+            add(node.tail)
+            for sib in node.itersiblings():
+                walk(sib)
+                add(sib.tail)
+            node = node.getparent()
+    except _Enough as stop:
+        heading = bool(stop.args)
+    return _squash("".join(pieces))[:_ANCHOR_CHARS], heading
 
 
 def _restore_headings(blocks: list[Block], anchors: list[tuple[int, str, str]]) -> list[Block]:
     """``blocks`` with each heading of ``anchors`` before the block that starts with the
     text that followed it on the page, in page order (a heading whose text was not
     extracted is left out)."""
-    starts = [norm(_block_text(b)) for b in blocks]
+    starts = [_squash(_block_text(b)) for b in blocks]
     out: list[Block] = []
     i = 0
     for level, text, after in anchors:
-        key = after[: min(len(after), _ANCHOR_CHARS)]
         for j in range(i, len(blocks)):
-            if starts[j].startswith(key) or (
-                len(starts[j]) >= _ANCHOR_MIN and key.startswith(starts[j])
+            if starts[j].startswith(after) or (
+                len(starts[j]) >= _ANCHOR_MIN and after.startswith(starts[j])
             ):
                 out.extend(blocks[i:j])
                 out.append(Block("h", text, level=level))
@@ -756,6 +822,12 @@ def _is_permalink(link: HtmlElement) -> bool:
     if not (link.get("href") or "").startswith("#"):
         return False
     return "".join(link.itertext()).strip() in _PERMALINK_TEXT
+
+
+def _navigation_class(classes: str) -> bool:
+    return any(
+        token.startswith("nav") or "navigation" in token for token in classes.lower().split()
+    )
 
 
 def _drop_keeping_tail(el: HtmlElement) -> None:

@@ -114,7 +114,7 @@ def _collect(el: Any, out: list[Block], depth: int) -> None:
             _collect_table(child, out)
         elif tag == "code":
             for part in _code_parts(child):
-                text = "".join(part.itertext()).strip("\n")
+                text = code_text(part).strip("\n")
                 if text.strip():
                     out.append(Block("code", text, level=depth, lang=code_language(part)))
         elif tag == "quote":
@@ -171,6 +171,32 @@ def _code_parts(code: Any) -> list[Any]:
 
 
 _LANG_RE = re.compile(r"(?:^|\s)(?:language|lang)-([A-Za-z0-9_+#.-]{1,30})")
+
+
+def code_text(code: Any) -> str:
+    """A code block's text as it reads: its characters as they are, and a line break
+    where a ``<br>`` (trafilatura's ``lb``) breaks the line (gtk-doc writes each
+    parameter of a signature on its own line that way)."""
+    parts: list[str] = []
+
+    def walk(node: Any) -> None:
+        if node.tag == "lb" or node.tag == "br":
+            parts.append(_line_break(node))
+        elif node.text:
+            parts.append(node.text)
+        for child in node:
+            if isinstance(child.tag, str):
+                walk(child)
+            if child.tail:
+                parts.append(child.tail)
+
+    walk(code)
+    return "".join(parts)
+
+
+def _line_break(br: Any) -> str:
+    """A line break, unless the source breaks the line right after it already."""
+    return "" if (br.tail or "").startswith(("\n", "\r")) else "\n"
 
 
 def code_language(el: Any) -> str:
@@ -365,6 +391,8 @@ def html_blocks(element: Any, *, drop: Iterable[str] = ()) -> list[Block]:
     holder.append(root)
     strip_elements(holder, *_HTML_DROPPED, *drop, with_tail=False)
     for pre in list(holder.iter("pre")):
+        for br in pre.iter("br"):
+            br.text = _line_break(br)
         strip_tags(pre, "*")  # code keeps its text, whitespace and all, without markup
     # Children first: a container knows what its children became.
     for el in reversed(list(holder.iterdescendants())):

@@ -115,7 +115,6 @@ FAMILIES = (
         "docs",
         ("/usr/lib/node_modules/npm/docs/output/commands/*.html",),
         "//*[@id='_content']",
-        heldout=True,
         limit=6,
     ),
     Family(
@@ -139,7 +138,6 @@ FAMILIES = (
         ("/usr/share/doc/libxslt1-dev/gtk-doc/html/libxslt/*.html",),
         "//body",
         ".//table[contains(@class,'navigation')] | .//*[contains(@class,'toc')]",
-        heldout=True,
         limit=5,
     ),
     Family(
@@ -149,7 +147,6 @@ FAMILIES = (
         "//body",
         ".//*[contains(@class,'header')] | .//*[contains(@class,'mini-toc')]"
         " | .//*[contains(@class,'contents')]",
-        heldout=True,
         limit=6,
     ),
     Family(
@@ -183,7 +180,6 @@ FAMILIES = (
         (f"{RUST}/edition-guide/*/*.html",),
         "//main",
         ".//*[contains(@class,'nav-wrapper') or contains(@class,'nav-wide-wrapper')]",
-        heldout=True,
         limit=5,
     ),
     Family(
@@ -209,8 +205,135 @@ FAMILIES = (
         (f"{RUST}/rust-by-example/ja/*.html", f"{RUST}/rust-by-example/ja/*/*.html"),
         "//main",
         ".//*[contains(@class,'nav-wrapper') or contains(@class,'nav-wide-wrapper')]",
-        heldout=True,
         limit=8,
+    ),
+    # Added in the third pass (December 2026, packages installed by `make eval-docs`).
+    # Tune: Sphinx (Python), DocBook (PostgreSQL, Debian reference), AsciiDoc (git).
+    Family(
+        "python-sphinx",
+        "docs",
+        ("/usr/share/doc/python3/html/library/*.html",),
+        "//*[@role='main']",
+        ".//a[@class='headerlink'] | .//div[contains(@class,'toctree-wrapper')]",
+        limit=12,
+    ),
+    Family(
+        "python-tutorial",
+        "tutorial",
+        ("/usr/share/doc/python3/html/tutorial/*.html",),
+        "//*[@role='main']",
+        ".//a[@class='headerlink'] | .//div[contains(@class,'toctree-wrapper')]",
+        limit=8,
+    ),
+    Family(
+        "postgresql-docbook",
+        "docs",
+        ("/usr/share/doc/postgresql-doc-15/html/*.html",),
+        "//body",
+        ".//div[@class='navheader'] | .//div[@class='navfooter'] | .//*[@class='toc']",
+        limit=14,
+    ),
+    Family(
+        "git-asciidoc",
+        "docs",
+        ("/usr/share/doc/git-doc/git-*.html",),
+        "//body",
+        ".//div[@id='footer']",
+        limit=10,
+    ),
+    Family(
+        "debian-reference",
+        "tutorial",
+        ("/usr/share/debian-reference/ch*.en.html",),
+        "//body",
+        ".//div[@class='navheader'] | .//div[@class='navfooter'] | .//div[@class='toc']",
+        limit=4,
+    ),
+    # Held out whole (chosen before any extraction output of them was read): Sphinx
+    # with its own theme (Django) and the classic theme (Debian developer's reference),
+    # Publican (Debian handbook, English and French), the Apache manual's own XSLT
+    # (English and French), SQLite's hand-written pages, gtk-doc of GLib.
+    Family(
+        "django-sphinx",
+        "docs",
+        (
+            "/usr/share/doc/python-django-doc/html/topics/*.html",
+            "/usr/share/doc/python-django-doc/html/ref/*.html",
+        ),
+        "//div[@id='yui-main']",
+        ".//a[@class='headerlink'] | .//div[contains(@class,'toctree-wrapper')]",
+        heldout=True,
+        limit=6,
+    ),
+    Family(
+        "developers-reference",
+        "docs",
+        ("/usr/share/developers-reference/*.html",),
+        "//*[@role='main']",
+        ".//a[@class='headerlink'] | .//div[contains(@class,'toctree-wrapper')]",
+        heldout=True,
+        limit=4,
+    ),
+    Family(
+        "debian-handbook",
+        "tutorial",
+        ("/usr/share/doc/debian-handbook/html/en-US/*.html",),
+        "//body",
+        ".//*[@id='banner'] | .//*[@id='title'] | .//ul[contains(@class,'docnav')]"
+        " | .//*[contains(@class,'toc')]",
+        heldout=True,
+        limit=6,
+    ),
+    Family(
+        "debian-handbook-fr",
+        "non-english",
+        ("/usr/share/doc/debian-handbook/html/fr-FR/*.html",),
+        "//body",
+        ".//*[@id='banner'] | .//*[@id='title'] | .//ul[contains(@class,'docnav')]"
+        " | .//*[contains(@class,'toc')]",
+        heldout=True,
+        limit=4,
+    ),
+    Family(
+        "apache-manual",
+        "docs",
+        (
+            "/usr/share/doc/apache2-doc/manual/en/*.html",
+            "/usr/share/doc/apache2-doc/manual/en/mod/*.html",
+        ),
+        "//div[@id='page-content']",
+        ".//div[@class='toplang'] | .//*[@id='quickview'] | .//a[@class='permalink']"
+        " | .//div[@class='top']",
+        heldout=True,
+        limit=6,
+    ),
+    Family(
+        "apache-manual-fr",
+        "non-english",
+        ("/usr/share/doc/apache2-doc/manual/fr/*.html",),
+        "//div[@id='page-content']",
+        ".//div[@class='toplang'] | .//*[@id='quickview'] | .//a[@class='permalink']"
+        " | .//div[@class='top']",
+        heldout=True,
+        limit=3,
+    ),
+    Family(
+        "sqlite-docs",
+        "docs",
+        ("/usr/share/doc/sqlite3/lang_*.html",),
+        "//div[@class='fancy']",
+        heldout=True,
+        limit=5,
+    ),
+    Family(
+        "glib-gtk-doc",
+        "docs",
+        ("/usr/share/gtk-doc/html/glib/glib-*.html",),
+        "//body",
+        ".//table[contains(@class,'navigation')] | .//*[contains(@class,'toc')]"
+        " | .//div[@class='footer']",
+        heldout=True,
+        limit=4,
     ),
 )
 

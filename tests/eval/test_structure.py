@@ -50,6 +50,10 @@ PAGES = {
         RUST / "reference/syntax-index.html",
         "c9fc0999fa5154dd0d2d7c9f4d07fb715416ae026999f4a99daaf3254fd05c8a",
     ),
+    "gtk-doc-keys": (
+        Path("/usr/share/doc/libxslt1-dev/gtk-doc/html/libxslt/libxslt-keys.html"),
+        "4bd7b9becc4b6accc65dcee455c30e8b3c375f592822649632d65f2b59c330de",
+    ),
     "libxslt-tutorial": (
         Path("/usr/share/doc/libxslt1-dev/html/tutorial/libxslttutorial.html"),
         "6c7cc25ffe3837e7067d4d1709e3726b3ac7460ec0fc778a086c2fdc5b7ffd19",
@@ -223,6 +227,42 @@ CHECKS = [
             [
                 "- --dry-run",
                 "  - Displays what would be updated, but doesn\u2019t actually write the lockfile.",
+            ],
+        ),
+    ),
+    Check(
+        "gtk-doc-keys",
+        "headings of a page without a frame element, each section's and each entry's",
+        "headings",
+        (
+            [
+                "## Synopsis",
+                "## Details",
+                "### Macro NODE_IS_KEYED",
+                "### xsltAddKey ()",
+                "### xsltGetKey ()",
+                "### xsltInitCtxtKeys ()",
+            ],
+        ),
+    ),
+    Check(
+        "gtk-doc-keys",
+        "an entry's signature, repeated from the synopsis, one parameter a line (<br>)",
+        "lines",
+        (
+            [
+                "### xsltAddKey ()",
+                "",
+                "```",
+                "int\txsltAddKey\t\t\t(xsltStylesheetPtr style, ",
+                "\t\t\t\t\t const xmlChar * name, ",
+                "\t\t\t\t\t const xmlChar * nameURI, ",
+                "\t\t\t\t\t const xmlChar * match, ",
+                "\t\t\t\t\t const xmlChar * use, ",
+                "\t\t\t\t\t xmlNodePtr inst)",
+                "```",
+                "",
+                "add a key definition to a stylesheet",
             ],
         ),
     ),

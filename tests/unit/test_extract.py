@@ -746,3 +746,58 @@ def test_a_callout_list_whose_only_links_are_in_page_images_is_kept() -> None:
     )
     md = extract(f"<html><body><div>{text}{section}{text}</div></body></html>").markdown
     assert "Free the memory used by part 2." in md
+
+
+_GTK_DOC_ENTRY = (
+    '<hr/><div class="refsect2"><h3><a name="{name}"/>{name} ()</h3>'
+    '<pre class="programlisting">{sig}</pre><p>{doc}</p></div>'
+)
+
+
+def _gtk_doc_page() -> str:
+    """A gtk-doc reference page, as libxslt ships it: no frame element, a navigation
+    table, a synopsis of every signature, then an entry per function repeating its
+    signature (links to types inside the code, one line per parameter via <br>)."""
+    add_sig = (
+        'int\txsltAddKey\t\t(<a href="types.html#style">xsltStylesheetPtr</a> style, <br/>'
+        "\t\t\t\t const xmlChar * name)"
+    )
+    free_sig = 'void\txsltFreeKeys\t\t(<a href="types.html#style">xsltStylesheetPtr</a> style)'
+    macro = (
+        '<div class="refsect2"><h3><a name="NODE_IS_KEYED">Macro </a>NODE_IS_KEYED</h3>'
+        '<pre class="programlisting">#define <a href="#NODE_IS_KEYED">NODE_IS_KEYED</a>;\n'
+        "</pre><p>check for bit 15 set</p></div>"
+    )
+    return (
+        '<html><body><table class="navigation" width="100%"><tr><td><a href="up.html">'
+        '<img alt="Up" src="up.png"/></a></td><th>libxslt Reference Manual</th></tr></table>'
+        "<h2>keys</h2><p>keys - interface for the key matching used in key() and template"
+        " matches, implementation of the key mechanism.</p>"
+        '<div class="refsynopsisdiv"><h2>Synopsis</h2><pre class="synopsis">'
+        "#define NODE_IS_KEYED;\n"
+        f"{add_sig};\n{free_sig};\n</pre></div>"
+        '<div class="refsect1"><h2>Description</h2></div>'
+        f'<div class="refsect1"><h2>Details</h2><div class="refsect2">{macro}'
+        + _GTK_DOC_ENTRY.format(name="xsltAddKey", sig=add_sig, doc="add a key definition")
+        + _GTK_DOC_ENTRY.format(name="xsltFreeKeys", sig=free_sig, doc="free up the keys")
+        + "</div></div></body></html>"
+    )
+
+
+def test_a_reference_page_keeps_code_it_repeats_and_the_headings_over_it() -> None:
+    md = extract(_gtk_doc_page()).markdown
+    add = "int\txsltAddKey\t\t(xsltStylesheetPtr style, \n\t\t\t\t const xmlChar * name)"
+    # the synopsis, and each entry's own signature under its heading, with its sentence
+    assert md.count(add) == 2, md
+    assert md.count("void\txsltFreeKeys\t\t(xsltStylesheetPtr style)") == 2, md
+    assert f"### xsltAddKey ()\n\n```\n{add}\n```\n\nadd a key definition" in md
+    assert "## Details\n\n### Macro NODE_IS_KEYED\n\n```\n#define NODE_IS_KEYED;\n```" in md
+    assert "check for bit 15 set" in md
+    assert "## Synopsis\n\n```\n#define NODE_IS_KEYED;" in md
+    # the navigation bar is not content
+    assert "libxslt Reference Manual" not in md
+
+
+def test_a_line_break_in_code_is_a_new_line_once() -> None:
+    md = _md("<p>Call it as:</p><pre>f(a,<br>  b)<br>\ng(c)</pre>")
+    assert "```\nf(a,\n  b)\ng(c)\n```" in md
