@@ -324,7 +324,7 @@ def _parameter_list(lst: HtmlElement) -> bool:
     contents) before its first link."""
     items = [c for c in lst if c.tag == "item"]
     return (
-        len(items) >= 2
+        len(items) >= 1
         and len(items) == len(lst)
         and all(_LETTER.search(_lead_text(i)) for i in items)
     )

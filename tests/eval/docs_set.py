@@ -108,7 +108,7 @@ FAMILIES = (
         "docs",
         ("/usr/share/doc/nodejs/api/*.html",),
         "//*[@id='apicontent']",
-        ".//*[contains(@class,'srclink')]",
+        ".//*[contains(@class,'srclink')] | .//a[@class='mark']",
     ),
     Family(
         "npm-docs",
