@@ -657,6 +657,12 @@ def _prune(tree: HtmlElement) -> None:
             _tail_to_paragraph(pre)
     for anchor in tree.xpath("//a[not(@href)]"):
         anchor.drop_tag()
+    for post in tree.xpath(_EMBEDDED_POSTS):
+        for el in (post, *post.iterancestors()):
+            classes = el.get("class")
+            if classes and _EMBED_TOKEN.search(classes):
+                kept = [c for c in classes.split() if not _EMBED_TOKEN.search(c)]
+                el.set("class", " ".join(kept))
     for table in tree.xpath("//table[@class]"):
         if _navigation_class(table.get("class") or "") and table.getparent() is not None:
             _drop_keeping_tail(table)
@@ -822,6 +828,15 @@ def _is_permalink(link: HtmlElement) -> bool:
     if not (link.get("href") or "").startswith("#"):
         return False
     return "".join(link.itertext()).strip() in _PERMALINK_TEXT
+
+
+#: a social network's post quoted in an article, as its embed code writes it
+_EMBEDDED_POSTS = (
+    "//blockquote[contains(@class, 'twitter-tweet') or contains(@class, 'twitter-video')"
+    " or contains(@class, 'instagram-media') or contains(@class, 'tiktok-embed')]"
+)
+#: class tokens by which trafilatura takes an embed or its wrapper for a share widget
+_EMBED_TOKEN = re.compile(r"embed|social|share|widget|tweet|twitter|instagram|tiktok", re.I)
 
 
 def _navigation_class(classes: str) -> bool:

@@ -801,3 +801,19 @@ def test_a_reference_page_keeps_code_it_repeats_and_the_headings_over_it() -> No
 def test_a_line_break_in_code_is_a_new_line_once() -> None:
     md = _md("<p>Call it as:</p><pre>f(a,<br>  b)<br>\ng(c)</pre>")
     assert "```\nf(a,\n  b)\ng(c)\n```" in md
+
+
+def test_an_embedded_post_is_quoted_content_and_a_share_widget_is_not() -> None:
+    tweet = (
+        '<div class="social-media-embed"><blockquote class="twitter-tweet" data-lang="en">'
+        "<p>Yes this is real and the state spent half a million dollars on the slogan"
+        ' <a href="https://t.co/x">https://t.co/x</a></p>&mdash; Dianna (@dianna)'
+        ' <a href="https://twitter.com/dianna/status/1">November 18, 2019</a></blockquote></div>'
+    )
+    share = (
+        '<div class="social-share"><a href="https://twitter.com/intent/tweet">Tweet this</a>'
+        '<a href="https://facebook.com/sharer">Share on Facebook</a></div>'
+    )
+    md = _md(tweet + share)
+    assert "> Yes this is real and the state spent half a million dollars on the slogan" in md
+    assert "Tweet this" not in md and "Share on Facebook" not in md
