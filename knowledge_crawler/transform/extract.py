@@ -286,9 +286,10 @@ def _keep_repeated_code() -> None:
     page's loose paragraphs, code and tables, and skips one whose text is part of what
     it collected already, to avoid repeating a block the main pass took. A reference
     page repeats code on purpose: the synopsis lists every signature, and each entry
-    below shows its own again, with its parameters. Code blocks are compared by
-    identity instead (a text no other element has); what the main pass took is still
-    skipped, by trafilatura's record of the elements it consumed.
+    below shows its own again, with its parameters. Code blocks (a ``<pre>``, which
+    :func:`_prune` gives a ``<code>`` inside) are compared by identity instead (a text no
+    other element has); what the main pass took is still skipped, by trafilatura's
+    record of the elements it consumed. Inline code is compared as before.
     """
     from itertools import count
 
@@ -301,8 +302,8 @@ def _keep_repeated_code() -> None:
 
     def elem_text(element: Any) -> str:
         text: str = original(element)
-        if text and element.tag == "code":
-            return f"{text}\x00{next(serial)}"
+        if text and element.tag == "code" and element.find("code") is not None:
+            return f"{text}\x00{next(serial)}"  # a <pre> (see _prune), not inline code
         return text
 
     elem_text._kc_keep = True  # type: ignore[attr-defined]
