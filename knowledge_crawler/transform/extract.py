@@ -623,6 +623,9 @@ def _prune(tree: HtmlElement) -> None:
       stays. trafilatura counts it as a link with no text, and deletes a short block
       (a DocBook note: ``<h3><a name="id1"></a>Note</h3><p>...</p>``) whose links all
       lack text as a link block.
+    * A bar of links that all lead to the next, previous or parent page (``rel="next"``,
+      ``"prev"``, ``"up"``: texinfo's "Next: ..., Previous: ..., Up: ..." above each node)
+      goes.
     * A ``<table>`` classed as navigation (``navigation``, ``nav...``: gtk-doc's
       previous/up/next bar, a wiki's navbox) goes, as trafilatura deletes such a
       ``<div>``; its rule does not look at tables.
@@ -664,6 +667,9 @@ def _prune(tree: HtmlElement) -> None:
             if classes and _EMBED_TOKEN.search(classes):
                 kept = [c for c in classes.split() if not _EMBED_TOKEN.search(c)]
                 el.set("class", " ".join(kept))
+    for bar in tree.xpath(_REL_NAVIGATION_BLOCKS):
+        if _rel_navigation(bar) and bar.getparent() is not None:
+            _drop_keeping_tail(bar)
     for table in tree.xpath("//table[@class]"):
         if _navigation_class(table.get("class") or "") and table.getparent() is not None:
             _drop_keeping_tail(table)
@@ -838,6 +844,29 @@ _EMBEDDED_POSTS = (
 )
 #: class tokens by which trafilatura takes an embed or its wrapper for a share widget
 _EMBED_TOKEN = re.compile(r"embed|social|share|widget|tweet|twitter|instagram|tiktok", re.I)
+
+
+#: blocks holding a link whose rel says it leads to the next/previous/parent page
+_REL_NAVIGATION_BLOCKS = (
+    "//*[self::p or self::div or self::ul or self::table][.//a[@rel]]"
+    "[not(.//p or .//div or .//ul or .//table)]"
+)
+_REL_NAVIGATION = frozenset({"next", "prev", "previous", "up", "index", "contents", "start"})
+#: at most this many words outside the links ("Next:", "Previous:", "Up:")
+_REL_NAVIGATION_WORDS = 6
+
+
+def _rel_navigation(block: HtmlElement) -> bool:
+    """A bar of links to the next, previous or parent page (``rel="next"`` ...), as
+    texinfo writes above every node: every link says so, and there are two or more."""
+    links = list(block.iter("a"))
+    if len(links) < 2:
+        return False
+    for link in links:
+        if not _REL_NAVIGATION.intersection((link.get("rel") or "").lower().split()):
+            return False
+    words = len(block.text_content().split()) - sum(len(a.text_content().split()) for a in links)
+    return words <= _REL_NAVIGATION_WORDS
 
 
 def _navigation_class(classes: str) -> bool:

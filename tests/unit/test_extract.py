@@ -817,3 +817,18 @@ def test_an_embedded_post_is_quoted_content_and_a_share_widget_is_not() -> None:
     md = _md(tweet + share)
     assert "> Yes this is real and the state spent half a million dollars on the slogan" in md
     assert "Tweet this" not in md and "Share on Facebook" not in md
+
+
+def test_a_bar_of_next_previous_up_links_is_navigation() -> None:
+    bar = (
+        '<div class="header"><p>Next: <a href="Types.html" rel="next">Types</a>, Previous: '
+        '<a href="Basics.html" rel="prev">The Basics</a>, Up: <a href="Using.html" rel="up">'
+        'Using libffi</a> &nbsp; [<a href="Index.html" rel="index">Index</a>]</p></div>'
+    )
+    cited = (
+        '<p>See <a href="Types.html" rel="next">the types</a> and <a href="/faq" rel="nofollow">'
+        "the questions people ask</a> before you start.</p>"
+    )
+    md = _md(bar + cited)
+    assert "Previous" not in md and "Using libffi" not in md
+    assert "See the types and the questions people ask before you start." in md
