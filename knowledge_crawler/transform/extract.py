@@ -675,6 +675,10 @@ def _prune(tree: HtmlElement) -> None:
             _drop_keeping_tail(table)
     for el in tree.xpath("//*[contains(@class, 'meta')][.//table]"):
         el.set("class", " ".join(c for c in (el.get("class") or "").split() if "meta" not in c))
+    for el in _section_metadata(tree):
+        el.set("class", " ".join(c for c in (el.get("class") or "").split() if "meta" not in c))
+        if el.tag == "div" and not any(isinstance(c.tag, str) and c.tag in _BLOCK_LEVEL for c in el):
+            el.tag = "p"  # a line of text: trafilatura's main pass skips a <div> of spans
 
 
 #: elements that end a run of inline content
@@ -867,6 +871,24 @@ def _rel_navigation(block: HtmlElement) -> bool:
             return False
     words = len(block.text_content().split()) - sum(len(a.text_content().split()) for a in links)
     return words <= _REL_NAVIGATION_WORDS
+
+
+def _section_metadata(tree: HtmlElement) -> list[HtmlElement]:
+    """``meta``-classed elements that open a section of the page, not the article: right
+    after a heading (``h2``-``h6``, not the page's first) that is not a link. An API
+    reference notes under each entry's heading when it was added ("Added in: v8.5.0");
+    a byline follows the headline, and a teaser's date follows a heading that links to
+    the teased page."""
+    headings = [h for h in tree.iter("h2", "h3", "h4", "h5", "h6")]
+    found = []
+    for h in headings[1:]:
+        el = h.getnext()
+        if el is None or "meta" not in (el.get("class") or ""):
+            continue
+        if any(not (a.get("href") or "#").startswith("#") for a in h.iter("a")):
+            continue
+        found.append(el)
+    return found
 
 
 def _navigation_class(classes: str) -> bool:

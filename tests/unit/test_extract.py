@@ -832,3 +832,20 @@ def test_a_bar_of_next_previous_up_links_is_navigation() -> None:
     md = _md(bar + cited)
     assert "Previous" not in md and "Using libffi" not in md
     assert "See the types and the questions people ask before you start." in md
+
+
+def test_a_meta_line_under_an_entry_heading_is_kept_and_a_teaser_date_is_not() -> None:
+    entry = (
+        "<h3><code>performance.now()</code>"
+        '<span><a class="mark" href="#performance_now">#</a></span></h3>'
+        '<div class="api_metadata"><span>Added in: v8.5.0</span></div>'
+        "<p>Returns the current high resolution millisecond timestamp of the process.</p>"
+    )
+    first = '<h2>Overview</h2><div class="post-meta"><span>By Jane Doe, 3 March 2020</span></div>'
+    teaser = (
+        '<h2><a href="/2019/other-story">Another story worth reading today</a></h2>'
+        '<div class="post-meta">November 16, 2016</div>'
+    )
+    md = _md(first + entry) + _md(teaser)
+    assert "### performance.now()\n\nAdded in: v8.5.0\n\nReturns the current" in md
+    assert "Jane Doe" not in md and "November 16, 2016" not in md
