@@ -677,7 +677,8 @@ def _prune(tree: HtmlElement) -> None:
         el.set("class", " ".join(c for c in (el.get("class") or "").split() if "meta" not in c))
     for el in _section_metadata(tree):
         el.set("class", " ".join(c for c in (el.get("class") or "").split() if "meta" not in c))
-        if el.tag == "div" and not any(isinstance(c.tag, str) and c.tag in _BLOCK_LEVEL for c in el):
+        blocks = [c for c in el if isinstance(c.tag, str) and c.tag in _BLOCK_LEVEL]
+        if el.tag == "div" and not blocks:
             el.tag = "p"  # a line of text: trafilatura's main pass skips a <div> of spans
 
 
