@@ -659,22 +659,35 @@ def _prune(tree: HtmlElement) -> None:
     for pre in list(tree.iter("pre")):
         if pre.tail and pre.tail.strip():
             _tail_to_paragraph(pre)
-    for anchor in tree.xpath("//a[not(@href)]"):
-        anchor.drop_tag()
-    for post in tree.xpath(_EMBEDDED_POSTS):
+    targets: list[HtmlElement] = []
+    bars: dict[HtmlElement, None] = {}  # ordered set
+    for link in tree.iter("a"):
+        if link.get("href") is None:
+            targets.append(link)
+        elif _REL_NAVIGATION.intersection((link.get("rel") or "").lower().split()):
+            block = next((up for up in link.iterancestors(*_REL_NAVIGATION_BLOCKS)), None)
+            if block is not None:
+                bars[block] = None
+    for link in targets:
+        link.drop_tag()
+    for post in tree.iter("blockquote"):
+        if not _EMBEDDED_POST.search(post.get("class") or ""):
+            continue
         for el in (post, *post.iterancestors()):
             classes = el.get("class")
             if classes and _EMBED_TOKEN.search(classes):
                 kept = [c for c in classes.split() if not _EMBED_TOKEN.search(c)]
                 el.set("class", " ".join(kept))
-    for bar in tree.xpath(_REL_NAVIGATION_BLOCKS):
+    for bar in bars:
         if _rel_navigation(bar) and bar.getparent() is not None:
             _drop_keeping_tail(bar)
-    for table in tree.xpath("//table[@class]"):
+    for table in list(tree.iter("table")):
         if _navigation_class(table.get("class") or "") and table.getparent() is not None:
             _drop_keeping_tail(table)
-    for el in tree.xpath("//*[contains(@class, 'meta')][.//table]"):
-        el.set("class", " ".join(c for c in (el.get("class") or "").split() if "meta" not in c))
+            continue
+        for el in table.iterancestors():
+            if "meta" in (el.get("class") or ""):
+                el.set("class", " ".join(c for c in el.get("class", "").split() if "meta" not in c))
     for el in _section_metadata(tree):
         el.set("class", " ".join(c for c in (el.get("class") or "").split() if "meta" not in c))
         blocks = [c for c in el if isinstance(c.tag, str) and c.tag in _BLOCK_LEVEL]
@@ -842,20 +855,14 @@ def _is_permalink(link: HtmlElement) -> bool:
     return "".join(link.itertext()).strip() in _PERMALINK_TEXT
 
 
-#: a social network's post quoted in an article, as its embed code writes it
-_EMBEDDED_POSTS = (
-    "//blockquote[contains(@class, 'twitter-tweet') or contains(@class, 'twitter-video')"
-    " or contains(@class, 'instagram-media') or contains(@class, 'tiktok-embed')]"
-)
+#: a social network's post quoted in an article, as its embed code classes a blockquote
+_EMBEDDED_POST = re.compile(r"twitter-tweet|twitter-video|instagram-media|tiktok-embed")
 #: class tokens by which trafilatura takes an embed or its wrapper for a share widget
 _EMBED_TOKEN = re.compile(r"embed|social|share|widget|tweet|twitter|instagram|tiktok", re.I)
 
 
-#: blocks holding a link whose rel says it leads to the next/previous/parent page
-_REL_NAVIGATION_BLOCKS = (
-    "//*[self::p or self::div or self::ul or self::table][.//a[@rel]]"
-    "[not(.//p or .//div or .//ul or .//table)]"
-)
+#: the blocks a bar of links to the next/previous/parent page is (its innermost one)
+_REL_NAVIGATION_BLOCKS = ("p", "div", "ul", "table")
 _REL_NAVIGATION = frozenset({"next", "prev", "previous", "up", "index", "contents", "start"})
 #: at most this many words outside the links ("Next:", "Previous:", "Up:")
 _REL_NAVIGATION_WORDS = 6
@@ -865,7 +872,7 @@ def _rel_navigation(block: HtmlElement) -> bool:
     """A bar of links to the next, previous or parent page (``rel="next"`` ...), as
     texinfo writes above every node: every link says so, and there are two or more."""
     links = list(block.iter("a"))
-    if len(links) < 2:
+    if len(links) < 2 or any(True for _ in block.iterdescendants(*_REL_NAVIGATION_BLOCKS)):
         return False
     for link in links:
         if not _REL_NAVIGATION.intersection((link.get("rel") or "").lower().split()):
