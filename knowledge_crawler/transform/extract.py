@@ -487,11 +487,14 @@ def extract_tree(tree: HtmlElement | None, *, url: str | None = None) -> Extract
     try:
         _prune(tree)
         anchors = _heading_anchors(tree)
+        repeats = _repeated_paragraphs(tree)
         body = _main_content(tree, url)
         if body is not None:
             blocks = collect_blocks(body)
             if anchors and not any(b.kind == "h" for b in blocks):
                 blocks = _restore_headings(blocks, anchors)
+            if repeats:
+                blocks = _restore_repeats(blocks, repeats)
     except Exception:  # RecursionError on absurdly deep trees, lxml errors, ...
         blocks = []
     return _extraction(title, declared, blocks)
@@ -835,6 +838,81 @@ def _restore_headings(blocks: list[Block], anchors: list[tuple[int, str, str]]) 
                 i = j
                 break
     out.extend(blocks[i:])
+    return out
+
+
+#: a repeated paragraph shorter than this is a label ("Table of Contents", "Share"),
+#: not a sentence of the text
+_REPEAT_MIN_WORDS = 4
+
+
+def _repeated_paragraphs(tree: HtmlElement) -> dict[str, list[str]]:
+    """For each paragraph text the page has more than once: the start of the text after
+    each of its paragraphs (see :func:`_text_after`), in page order.
+
+    Read before trafilatura runs: when it finds no frame element, it collects loose
+    paragraphs and skips one whose text it collected already, so a manual's tenth
+    "For example, try the following" is lost; :func:`_restore_repeats` puts them back.
+    """
+    from lxml.etree import tostring
+
+    seen: dict[str, list[HtmlElement]] = {}
+    for para in tree.iter("p"):  # the source's text as it is: cheap, and repeats are alike
+        raw = tostring(para, method="text", encoding=str, with_tail=False).strip()
+        if raw:
+            seen.setdefault(raw, []).append(para)
+    repeats = {}
+    for raw, paras in seen.items():
+        text = norm(raw)
+        if len(paras) > 1 and len(text.split()) >= _REPEAT_MIN_WORDS:
+            repeats[text] = [_text_after(para)[0] for para in paras]
+    return repeats
+
+
+def _restore_repeats(blocks: list[Block], repeats: dict[str, list[str]]) -> list[Block]:
+    """``blocks`` with each repeated paragraph the extraction kept at least once, but
+    fewer times than the page has it, back in the places it stood: before the block
+    that starts with the text that followed it (searched in page order), unless that
+    block already follows it. A paragraph the extraction dropped every time (a repeated
+    "Share" line) stays dropped."""
+    kept = {b.text for b in blocks if b.kind == "p"}
+    starts = [_squash(_block_text(b)) for b in blocks]
+    whole = "\x00".join(starts)
+    before: dict[int, list[str]] = {}
+    for text, afters in repeats.items():
+        if text not in kept:
+            continue
+        missing = len(afters) - whole.count(_squash(text))  # kept in any block, any form
+        if missing <= 0:
+            continue
+        cursor = 0
+        for after in afters:
+            if len(after) < _ANCHOR_MIN:
+                continue
+            j = next(
+                (
+                    k
+                    for k in range(cursor, len(starts))
+                    if starts[k].startswith(after)
+                    or (len(starts[k]) >= _ANCHOR_MIN and after.startswith(starts[k]))
+                ),
+                None,
+            )
+            if j is None:
+                continue
+            cursor = j + 1
+            if j and starts[j - 1].endswith(_squash(text)):
+                continue  # there already (as a paragraph, or the end of an item)
+            before.setdefault(j, []).append(text)
+            missing -= 1
+            if missing == 0:
+                break
+    if not before:
+        return blocks
+    out: list[Block] = []
+    for j, block in enumerate(blocks):
+        out.extend(Block("p", text) for text in before.get(j, ()))
+        out.append(block)
     return out
 
 

@@ -849,3 +849,24 @@ def test_a_meta_line_under_an_entry_heading_is_kept_and_a_teaser_date_is_not() -
     md = _md(first + entry) + _md(teaser)
     assert "### performance.now()\n\nAdded in: v8.5.0\n\nReturns the current" in md
     assert "Jane Doe" not in md and "November 16, 2016" not in md
+
+
+def test_a_paragraph_the_manual_repeats_is_kept_each_time_in_its_place() -> None:
+    # DocBook: no frame element, so trafilatura collects loose paragraphs and skipped
+    # every repeat of one it had collected already
+    steps = [
+        ("A named pipe is a file that acts like a pipe between two processes.", "mkfifo p"),
+        ("The script command records everything the shell prints.", "script"),
+        ("An alias saves typing for a command that is used often.", "alias la='ls -la'"),
+    ]
+    body = "".join(
+        f'<div class="sect2"><p>{intro}</p><p>For example, try the following</p>'
+        f'<pre class="screen">$ {command}\n$ echo done</pre></div>'
+        for intro, command in steps
+    )
+    toc = "<p><b>Table of Contents</b></p><dl><dt>Pipes</dt></dl>"
+    md = extract(f"<html><body><h1>Tutorials</h1>{toc}{body}{toc}</body></html>").markdown
+    for intro, command in steps:
+        assert f"{intro}\n\nFor example, try the following\n\n```\n$ {command}\n" in md, md
+    assert md.count("For example, try the following") == 3
+    assert md.count("Table of Contents") <= 1
