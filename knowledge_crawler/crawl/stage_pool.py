@@ -313,10 +313,13 @@ def stop_forkserver(timeout: float = 5.0) -> None:
     it has gone. Left alone, it ends when it sees the crawl go, a moment after the crawl's
     exit: on a busy machine, something still running after the crawl said it was done.
     (multiprocessing's resource tracker is left to end that way: it must outlive the
-    crawl's own exit handlers, which give their semaphores back to it.)
+    crawl's own exit handlers, which give their semaphores back to it.) A server that
+    has not stopped by then (still loading its libraries, or held by a worker that
+    outlived its pool) is killed.
     """
     server = getattr(forkserver, "_forkserver", None)
-    if server is None or getattr(server, "_forkserver_pid", None) is None:
+    pid = getattr(server, "_forkserver_pid", None)
+    if server is None or pid is None:
         return
 
     def stop() -> None:
@@ -326,6 +329,14 @@ def stop_forkserver(timeout: float = 5.0) -> None:
     stopping = threading.Thread(target=stop, name="kc-forkserver-stop", daemon=True)
     stopping.start()
     stopping.join(timeout)
+    if stopping.is_alive():
+        # Still importing its preload list (a crawl stopped in its first seconds on a
+        # busy machine): it reads the pipe only after that, and nothing was forked from
+        # it yet. Left to finish, it removed its socket while the crawl's exit was
+        # removing the same folder.
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        stopping.join(timeout)
 
 
 def _exit_of(code: int | None) -> str:

@@ -8,8 +8,10 @@ import concurrent.futures
 import os
 import re
 import signal
+import subprocess
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -345,3 +347,47 @@ async def test_a_pool_that_breaks_while_the_crawl_stops_is_not_started_again(
     assert [type(g) for g in got] == [StagePoolStopped] * 5
     assert pool.restarts == 0
     assert not [r for r in caplog.records if "died" in r.getMessage()]
+
+
+_SLOW_SERVER = """
+import os, time
+from multiprocessing import forkserver, get_context
+from knowledge_crawler.crawl.stage_pool import stop_forkserver
+
+get_context("forkserver").set_forkserver_preload(["slow_preload"])
+forkserver.ensure_running()
+server = forkserver._forkserver
+pid, listener = server._forkserver_pid, server._forkserver_address
+t0 = time.monotonic()
+stop_forkserver(timeout=0.3)
+took = time.monotonic() - t0
+try:
+    os.kill(pid, 0)
+    alive = True
+except ProcessLookupError:
+    alive = False
+print(f"{took:.2f} {alive} {os.path.exists(listener)}")
+"""
+
+
+def test_a_server_still_loading_its_libraries_is_stopped_before_the_crawl_exits(
+    tmp_path: Path,
+) -> None:
+    # The forkserver reads the pipe that tells it to stop only once its preload list is
+    # imported. A crawl interrupted in its first seconds (Ctrl-C while it waits for the
+    # writer lease) on a loaded machine gave up waiting for it; the server then removed
+    # its socket while the crawl's exit was removing the same folder, and the crawl's
+    # last line was "FileNotFoundError: ... 'listener-...'".
+    (tmp_path / "slow_preload.py").write_text("import time\ntime.sleep(20)\n")
+    path = os.pathsep.join([str(tmp_path), *sys.path])  # the server imports from it too
+    done = subprocess.run(
+        [sys.executable, "-c", _SLOW_SERVER],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": path},
+    )
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    took, alive, listener = done.stdout.split()
+    assert (alive, listener) == ("False", "False")
+    assert float(took) < 5
