@@ -39,7 +39,7 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.spiderloader import get_spider_loader
 
 from knowledge_crawler.crawl.chromium import check_browser
-from knowledge_crawler.crawl.runtime import check_database, check_lease
+from knowledge_crawler.crawl.runtime import check_database, check_lease, close_unclosed
 from knowledge_crawler.crawl.stage_pool import start_forkserver, stop_forkserver, worker_count
 from knowledge_crawler.errors import ConfigError, LeaseHeldError
 from knowledge_crawler.pipelines.archive import check_archive
@@ -130,6 +130,7 @@ class Command(ScrapyCrawlCommand):
         self.crawler_process.crawl(crawler, **opts.spargs)
         try:
             self.crawler_process.start()
+            close_unclosed(crawler)  # stopped while its spider was opening
         finally:
             stop_forkserver()  # nothing of the crawl outlives its exit
         if self.crawler_process.bootstrap_failed:

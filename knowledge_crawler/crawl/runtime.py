@@ -20,6 +20,7 @@ import functools
 import logging
 import os
 import socket
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
@@ -340,6 +341,10 @@ class Runtime:
         #: the crawl's writer lease on its sources, once taken (:meth:`hold_lease`)
         self.lease: LeaseKeeper | None = None
         self._lease_taken: asyncio.Future[bool] | None = None
+        #: held while the run is being recorded (on a thread): see :meth:`close_after_stop`
+        self._recording_run = threading.Lock()
+        self._recorded_run: int | None = None
+        self._closing = False  # _spider_closed has begun
         self._stopped_waiting = False
         try:
             check_signatures(self.store, self._minhash)
@@ -363,6 +368,9 @@ class Runtime:
                     return store.fetch_attempts(ids)
 
                 failed = await asyncio.to_thread(load)
+            except asyncio.CancelledError:  # the crawl stopped: nobody waits for it now
+                self._known_loaded.cancel()
+                raise
             except BaseException as exc:
                 self._known_loaded.set_exception(exc)
                 raise
@@ -436,6 +444,9 @@ class Runtime:
                 taken = await self._take_lease()
                 if taken:
                     await self._load_rescues()
+            except asyncio.CancelledError:  # the crawl stopped: nobody waits for it now
+                self._lease_taken.cancel()
+                raise
             except BaseException as exc:
                 self._lease_taken.set_exception(exc)
                 raise
@@ -577,7 +588,7 @@ class Runtime:
             await self._store_call(self._abandon_dead_runs, "marking dead runs abandoned")
         except StoreError as exc:
             logger.warning("could not check for abandoned runs: %s", exc)
-        start = functools.partial(
+        record = functools.partial(
             self.store.start_run,
             spider=spider.name,
             sources=sorted(self.sources),
@@ -586,6 +597,12 @@ class Runtime:
             pid=os.getpid(),
             host=HOST,
         )
+
+        def start() -> int:
+            with self._recording_run:
+                self._recorded_run = record()
+                return self._recorded_run
+
         try:
             self.run_id = await self._store_call(start, "recording the run")
         except StoreError as exc:
@@ -628,6 +645,7 @@ class Runtime:
             )
 
     async def _spider_closed(self, spider: Spider, reason: str) -> None:
+        self._closing = True
         try:
             assert self.crawler.stats is not None
             outcome = run_outcome(reason, self.crawler.stats.get_stats())
@@ -660,6 +678,53 @@ class Runtime:
                 self.known.close()
                 self.store.close()
             _RUNTIMES.pop(self.crawler, None)
+
+    def close_after_stop(self) -> None:
+        """Finish what a crawl stopped before its spider closed left open.
+
+        A SIGTERM or Ctrl-C while the spider is still opening stops Scrapy's reactor
+        without closing the spider (its engine is not running yet, so there is nothing
+        for the graceful stop to wait for): the run, recorded on a thread meanwhile,
+        stayed ``running`` and the lease held. Called from the crawl command once the
+        reactor has stopped; the run is recorded ``interrupted``.
+        """
+        if self._closing:  # the spider was closing: its store calls end on their threads
+            return
+        stats = self.crawler.stats
+        assert stats is not None
+        with self._recording_run:  # a recording in progress on its thread finishes first
+            run_id = self._recorded_run
+        try:
+            if run_id is not None:
+                stats.set_value("kc/run_id", run_id)
+                stats.set_value("kc/outcome", "interrupted")
+                try:
+                    self.store.finish_run(
+                        run_id,
+                        reason="shutdown",
+                        outcome="interrupted",
+                        counters=run_counters(stats.get_stats()),
+                    )
+                except StoreError as exc:
+                    logger.error("could not record the end of run %s: %s", run_id, exc)
+                _LIVE_RUNS.discard(run_id)
+        finally:
+            keeper, self.lease = self.lease, None
+            try:
+                if keeper is not None:
+                    keeper.release()
+            finally:
+                self.known.close()
+                self.store.close()
+                _RUNTIMES.pop(self.crawler, None)
+
+
+def close_unclosed(crawler: Crawler) -> None:
+    """:meth:`Runtime.close_after_stop` for a crawler whose spider never closed (its
+    runtime is still there); nothing for one that closed."""
+    runtime = _RUNTIMES.get(crawler)
+    if runtime is not None:
+        runtime.close_after_stop()
 
 
 def _job_id(spider: Spider) -> str | None:
