@@ -35,7 +35,9 @@ chromium: ## Install Debian's chromium (for JavaScript sites) unless a Chromium 
 # installs them; these packages hold them. The Rust pages come with the Rust toolchain.
 EVAL_DOCS := nodejs valgrind libxslt1-dev libffi-dev python3.11-doc python-django-doc \
 	debian-reference-en developers-reference git-doc postgresql-doc-15 apache2-doc \
-	libglib2.0-doc sqlite3-doc debian-handbook
+	libglib2.0-doc sqlite3-doc debian-handbook debian-faq debian-faq-fr debian-faq-de \
+	maint-guide maint-guide-fr maint-guide-ja harden-doc debian-kernel-handbook zsh-doc \
+	debian-policy apt-doc
 eval-docs: ## Install the Debian documentation packages the extraction quality gate reads
 	@missing=$$(for p in $(EVAL_DOCS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -z "$$missing" ]; then :; \
