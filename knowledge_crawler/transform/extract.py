@@ -691,6 +691,12 @@ def _prune(tree: HtmlElement) -> None:
         for el in table.iterancestors():
             if "meta" in (el.get("class") or ""):
                 el.set("class", " ".join(c for c in el.get("class", "").split() if "meta" not in c))
+    for box in [el for el in tree.iter() if "sidebar" in (el.get("class") or "")]:
+        if _inline_box(box):
+            for el in box.iter():
+                classes = el.get("class")
+                if classes and "sidebar" in classes:
+                    el.set("class", " ".join(c for c in classes.split() if "sidebar" not in c))
     for el in _section_metadata(tree):
         el.set("class", " ".join(c for c in (el.get("class") or "").split() if "meta" not in c))
         blocks = [c for c in el if isinstance(c.tag, str) and c.tag in _BLOCK_LEVEL]
@@ -957,6 +963,33 @@ def _rel_navigation(block: HtmlElement) -> bool:
             return False
     words = len(block.text_content().split()) - sum(len(a.text_content().split()) for a in links)
     return words <= _REL_NAVIGATION_WORDS
+
+
+#: a box set in the text: at least this many words, and a paragraph of at least
+#: :data:`_BOX_NEIGHBOUR_WORDS` right before or after it
+_BOX_MIN_WORDS = 10
+_BOX_NEIGHBOUR_WORDS = 8
+
+
+def _inline_box(box: HtmlElement) -> bool:
+    """A ``sidebar``-classed element that is a box in the text (DocBook's ``<sidebar>``:
+    "BACK TO BASICS", "VOCABULARY"; a docs page's example box), not the page's side
+    column: a paragraph of text is its neighbour, and it is text, not a list of links."""
+    words = len(box.text_content().split())
+    if words < _BOX_MIN_WORDS:
+        return False
+    linked = sum(len(a.text_content().split()) for a in box.iter("a") if a.get("href"))
+    if linked * 2 > words:
+        return False
+    return any(_paragraph(near) for near in (box.getprevious(), box.getnext()) if near is not None)
+
+
+def _paragraph(el: HtmlElement) -> bool:
+    if not isinstance(el.tag, str):
+        return False
+    if el.tag != "p" and "para" not in (el.get("class") or "").split():
+        return False
+    return len(el.text_content().split()) >= _BOX_NEIGHBOUR_WORDS
 
 
 def _section_metadata(tree: HtmlElement) -> list[HtmlElement]:

@@ -870,3 +870,32 @@ def test_a_paragraph_the_manual_repeats_is_kept_each_time_in_its_place() -> None
         assert f"{intro}\n\nFor example, try the following\n\n```\n$ {command}\n" in md, md
     assert md.count("For example, try the following") == 3
     assert md.count("Table of Contents") <= 1
+
+
+def test_a_box_set_in_the_text_is_content_and_the_side_column_is_not() -> None:
+    para = '<div class="para">{}</div>'
+    box = (
+        '<div class="sidebar"><div class="titlepage"><p class="title"><strong>BACK TO BASICS'
+        '</strong> Quota</p></div><div class="para">The term quota refers to a limit on machine'
+        " resources that a user is allowed to use, most often disk space.</div></div>"
+    )
+    column = (
+        '<div class="sidebar"><ul>'
+        + "".join(
+            f'<li><a href="/chapter/{i}">Chapter number {i} of the book</a></li>' for i in range(6)
+        )
+        + "</ul></div>"
+    )
+    text = (
+        para.format(
+            "Creating accounts is one of the first actions of an administrator on a new machine."
+        )
+        + box
+        + para.format(
+            "The creation of an account fills the home directory from the skeleton template."
+        )
+    )
+    md = extract(f"<html><body><div class='section'>{text}</div>{column}</body></html>").markdown
+    assert "The term quota refers to a limit on machine resources" in md
+    assert "BACK TO BASICS Quota" in md
+    assert "Chapter number" not in md
