@@ -266,6 +266,8 @@ def _keep_parameter_lists() -> None:
     def link_density_test(element: HtmlElement, favor_precision: bool = False) -> Any:
         if element.tag == "list" and _parameter_list(element):
             return False, False
+        if element.tag == "div" and _holds_reference_table(element):
+            return False, False
         if element.tag == "div" and all(
             ((r.get("href") or "").startswith("#") and not "".join(r.itertext()).strip())
             or _in_code(r, element)
@@ -311,6 +313,13 @@ def _keep_repeated_code() -> None:
     setattr(main, "_elem_text", elem_text)  # noqa: B010
 
 
+def _holds_reference_table(div: HtmlElement) -> bool:
+    """A wrapper (DocBook's ``informaltable`` div) whose content is one reference table:
+    the table's own test decides, not the link density of the wrapper."""
+    children = [c for c in div if isinstance(c.tag, str)]
+    return len(children) == 1 and children[0].tag == "table" and _reference_table(children[0])
+
+
 def _in_code(link: HtmlElement, within: HtmlElement) -> bool:
     for up in link.iterancestors():
         if up.tag == "code":
@@ -354,8 +363,12 @@ def _lead_text(el: HtmlElement) -> str:
 
 def _reference_table(table: HtmlElement) -> bool:
     """A header row of ``th`` cells, then body rows each with a cell that has text and no
-    link (``ref`` in trafilatura's tree, ``a`` before it)."""
+    link (``ref`` in trafilatura's tree, ``a`` before it); or, without a header, rows
+    that each name a key (a short text, not a link) and say something of it: gtk-doc's
+    parameter tables (``array`` | ``a <a>GArray</a>``)."""
     rows = [r for r in table.iter("tr") if next(r.iterancestors("table")) is table]
+    if rows and all(_keyed_row(r) for r in rows):
+        return True
     if len(rows) < 3 or not any(c.tag == "th" for c in rows[0]):
         return False
     for row in rows[1:]:
@@ -368,6 +381,24 @@ def _reference_table(table: HtmlElement) -> bool:
         ):
             return False
     return True
+
+
+#: a table's key cell has at most this many words (a parameter's or field's name)
+_KEY_WORDS = 3
+
+
+def _keyed_row(row: HtmlElement) -> bool:
+    cells = [c for c in row if c.tag in ("td", "th", "cell")]
+    if len(cells) < 2:
+        return False
+    key = "".join(cells[0].itertext()).split()
+    if not key or len(key) > _KEY_WORDS or _has_link(cells[0]):
+        return False
+    return any("".join(c.itertext()).strip() for c in cells[1:])
+
+
+def _has_link(el: HtmlElement) -> bool:
+    return el.find(".//ref") is not None or el.find(".//a") is not None
 
 
 #: bytes that are C0 control characters other than tab, newline and carriage return

@@ -899,3 +899,32 @@ def test_a_box_set_in_the_text_is_content_and_the_side_column_is_not() -> None:
     assert "The term quota refers to a limit on machine resources" in md
     assert "BACK TO BASICS Quota" in md
     assert "Chapter number" not in md
+
+
+def test_a_parameter_table_of_type_links_is_kept_and_a_menu_table_is_not() -> None:
+    def row(name: str, text: str) -> str:
+        return (
+            f'<tr><td class="parameter_name"><p>{name}</p></td><td class="parameter_description">'
+            f'<p>{text}</p></td><td class="parameter_annotations"> </td></tr>'
+        )
+
+    link = '<a class="link" href="glib-Arrays.html#GArray"><span class="type">GArray</span></a>'
+    params = (
+        '<h4>Parameters</h4><div class="informaltable"><table class="informaltable">'
+        + row("array", f"a {link}")
+        + row("index_", f"the index of the element in the {link}")
+        + "</table></div>"
+    )
+    menu = (
+        "<div><table>"
+        + "".join(
+            f'<tr><td><a href="/s/{i}">Section {i}</a></td>'
+            f'<td><a href="/t/{i}">More {i}</a></td></tr>'
+            for i in range(4)
+        )
+        + "</table></div>"
+    )
+    md = _md(params + menu)
+    assert "| array | a GArray |" in md
+    assert "| index_ | the index of the element in the GArray |" in md
+    assert "Section 1" not in md
