@@ -23,6 +23,7 @@ import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 from weakref import WeakKeyDictionary
@@ -698,13 +699,17 @@ class Runtime:
             if run_id is not None:
                 stats.set_value("kc/run_id", run_id)
                 stats.set_value("kc/outcome", "interrupted")
-                try:
-                    self.store.finish_run(
-                        run_id,
-                        reason="shutdown",
-                        outcome="interrupted",
-                        counters=run_counters(stats.get_stats()),
-                    )
+                finish = functools.partial(
+                    self.store.finish_run,
+                    run_id,
+                    reason="shutdown",
+                    outcome="interrupted",
+                    counters=run_counters(stats.get_stats()),
+                )
+                call = self._store_call(finish, f"recording the end of run {run_id}")
+                try:  # the retries on a loop of their own: the reactor's has stopped
+                    with ThreadPoolExecutor(1, thread_name_prefix="kc-run-end") as apart:
+                        apart.submit(asyncio.run, call).result()
                 except StoreError as exc:
                     logger.error("could not record the end of run %s: %s", run_id, exc)
                 _LIVE_RUNS.discard(run_id)

@@ -218,3 +218,29 @@ async def test_a_record_the_database_refuses_is_the_only_one_quarantined(
     run = last_run(db_url)
     assert run["outcome"] == "finished" and run["quarantined"] == 1
     assert run["upserts_completed"] == len(rows)
+
+
+def test_the_end_of_a_run_stopped_while_opening_waits_out_a_locked_database(
+    tmp_path: Path,
+) -> None:
+    # After the reactor has stopped, the crawl command records the end of a run whose
+    # spider never closed (runtime.close_after_stop). Another writer holding the database
+    # then must not leave the run "running": the write is retried like every other.
+    from scrapy import Spider
+    from scrapy.utils.test import get_crawler
+
+    path = tmp_path / "k.db"
+    settings = {"KC_STORE_BUSY_TIMEOUT": 0.1, "KC_STORE_RETRY_SECONDS": 30}
+    crawler = get_crawler(Spider, {"KC_DATABASE_URL": f"sqlite:///{path}", **settings})
+    runtime = runtime_module.runtime_for(crawler)
+    run_id = runtime.store.start_run(
+        spider="knowledge", sources=["site"], mode="refresh", pid=1, host="test"
+    )
+    runtime._recorded_run = run_id
+    holder, locked = hold_lock(path, seconds=0.8)
+    assert locked.wait(10)
+    runtime.close_after_stop()
+    holder.join()
+    [run] = query(f"sqlite:///{path}", "SELECT outcome, finish_reason FROM crawl_runs")
+    assert (run["outcome"], run["finish_reason"]) == ("interrupted", "shutdown")
+    assert crawler.stats.get_value("kc/outcome") == "interrupted"
