@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -708,10 +708,7 @@ def _prune(tree: HtmlElement) -> None:
         if not _EMBEDDED_POST.search(post.get("class") or ""):
             continue
         for el in (post, *post.iterancestors()):
-            classes = el.get("class")
-            if classes and _EMBED_TOKEN.search(classes):
-                kept = [c for c in classes.split() if not _EMBED_TOKEN.search(c)]
-                el.set("class", " ".join(kept))
+            _drop_class_tokens(el, lambda token: _EMBED_TOKEN.search(token) is not None)
     for bar in bars:
         if _rel_navigation(bar) and bar.getparent() is not None:
             _drop_keeping_tail(bar)
@@ -720,16 +717,13 @@ def _prune(tree: HtmlElement) -> None:
             _drop_keeping_tail(table)
             continue
         for el in table.iterancestors():
-            if "meta" in (el.get("class") or ""):
-                el.set("class", " ".join(c for c in el.get("class", "").split() if "meta" not in c))
+            _drop_class_tokens(el, lambda token: "meta" in token)
     for box in [el for el in tree.iter() if "sidebar" in (el.get("class") or "")]:
         if _inline_box(box):
             for el in box.iter():
-                classes = el.get("class")
-                if classes and "sidebar" in classes:
-                    el.set("class", " ".join(c for c in classes.split() if "sidebar" not in c))
+                _drop_class_tokens(el, lambda token: "sidebar" in token)
     for el in _section_metadata(tree):
-        el.set("class", " ".join(c for c in (el.get("class") or "").split() if "meta" not in c))
+        _drop_class_tokens(el, lambda token: "meta" in token)
         blocks = [c for c in el if isinstance(c.tag, str) and c.tag in _BLOCK_LEVEL]
         if el.tag == "div" and not blocks:
             el.tag = "p"  # a line of text: trafilatura's main pass skips a <div> of spans
@@ -867,9 +861,7 @@ def _restore_headings(blocks: list[Block], anchors: list[tuple[int, str, str]]) 
     i = 0
     for level, text, after in anchors:
         for j in range(i, len(blocks)):
-            if starts[j].startswith(after) or (
-                len(starts[j]) >= _ANCHOR_MIN and after.startswith(starts[j])
-            ):
+            if _anchored(starts[j], after):
                 out.extend(blocks[i:j])
                 out.append(Block("h", text, level=level))
                 i = j
@@ -926,15 +918,7 @@ def _restore_repeats(blocks: list[Block], repeats: dict[str, list[str]]) -> list
         for after in afters:
             if len(after) < _ANCHOR_MIN:
                 continue
-            j = next(
-                (
-                    k
-                    for k in range(cursor, len(starts))
-                    if starts[k].startswith(after)
-                    or (len(starts[k]) >= _ANCHOR_MIN and after.startswith(starts[k]))
-                ),
-                None,
-            )
+            j = next((k for k in range(cursor, len(starts)) if _anchored(starts[k], after)), None)
             if j is None:
                 continue
             cursor = j + 1
@@ -951,6 +935,12 @@ def _restore_repeats(blocks: list[Block], repeats: dict[str, list[str]]) -> list
         out.extend(Block("p", text) for text in before.get(j, ()))
         out.append(block)
     return out
+
+
+def _anchored(start: str, after: str) -> bool:
+    """Whether a block whose squashed text is ``start`` is the one that followed an
+    element whose following text was ``after`` (or is all of it, when short)."""
+    return start.startswith(after) or (len(start) >= _ANCHOR_MIN and after.startswith(start))
 
 
 def _block_text(b: Block) -> str:
@@ -1039,6 +1029,14 @@ def _section_metadata(tree: HtmlElement) -> list[HtmlElement]:
             continue
         found.append(el)
     return found
+
+
+def _drop_class_tokens(el: HtmlElement, drop: Callable[[str], bool]) -> None:
+    """Take the class tokens ``drop`` names off ``el`` (trafilatura's boilerplate rules
+    read them), the others stay."""
+    classes = el.get("class")
+    if classes and any(drop(token) for token in classes.split()):
+        el.set("class", " ".join(token for token in classes.split() if not drop(token)))
 
 
 def _navigation_class(classes: str) -> bool:
