@@ -195,7 +195,7 @@ def _overall_discard(xp: Any, id_tokens: str, class_tokens: str) -> list[Selecti
                 cls == "comments-title" or hidden_class(cls) or cls.startswith("reply-")
             ):
                 return True
-            return get("aria-hidden") == "true"
+            return bool(get("aria-hidden") == "true")
         if cls is not None and (cls == "comments-title" or hidden_class(cls)):
             return True
         if id_ is not None and reader_comments(id_):
