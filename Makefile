@@ -33,7 +33,7 @@ chromium: ## Install Debian's chromium (for JavaScript sites) unless a Chromium 
 
 # The extraction quality gate (tests/eval/docs_set.py) scores documentation pages as Debian
 # installs them; these packages hold them. The Rust pages come with the Rust toolchain.
-EVAL_DOCS := nodejs valgrind libxslt1-dev libffi-dev python3.11-doc python-django-doc \
+EVAL_DOCS := nodejs valgrind libxslt1-dev libffi-dev python3.11-doc python3-doc python-django-doc \
 	debian-reference-en developers-reference git-doc postgresql-doc-15 apache2-doc \
 	libglib2.0-doc sqlite3-doc debian-handbook debian-faq debian-faq-fr debian-faq-de \
 	maint-guide maint-guide-fr maint-guide-ja harden-doc debian-kernel-handbook zsh-doc \
