@@ -20,7 +20,8 @@ independent ``itertext`` walk as the documentation set (``docs_set.label_page``)
 extractor.
 
 Not labelled: pages that are not articles (the package's tiny ``embed``/``iframe``/``object``
-cases, a tweet, a GitHub project page, a video page, a duplicate of ``marketplace``), pages
+cases, a tweet, a GitHub project page, a video page, a duplicate of ``marketplace``, and
+``guardian1``: plain text without one tag, which the crawler does not take for HTML), pages
 of under about 80 words of body (four podcast and radio pages), and BBC Chinese: the
 metric's ``\\w+`` tokens over unsegmented Chinese are whole clauses (15 on the page).
 One page (``sec1``, a press release filed with the SEC) has no address; its site is given.
