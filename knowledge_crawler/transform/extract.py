@@ -45,6 +45,7 @@ from knowledge_crawler.transform import fastpaths
 from knowledge_crawler.transform._text import WORD_RE, norm
 from knowledge_crawler.transform.clean import clean_text
 from knowledge_crawler.transform.decode import decode_html, looks_like_html
+from knowledge_crawler.transform.focus import narrow
 from knowledge_crawler.transform.language import declared_language, guess_language
 from knowledge_crawler.transform.render import (
     Block,
@@ -148,6 +149,7 @@ def _options() -> Any:
         _keep_parameter_lists()
         _keep_repeated_code()
         fastpaths.install()
+        _focus_broad_frames()
         opts = Extractor(
             output_format="markdown",
             fast=True,
@@ -217,6 +219,58 @@ def _skip_unused_backup() -> None:
     prepare_tree._kc_fast = True  # type: ignore[attr-defined]
     prepare_tree.__wrapped__ = original  # type: ignore[attr-defined]
     core._prepare_tree = prepare_tree
+
+
+def _focus_broad_frames() -> None:
+    """Narrow the broad ends of trafilatura's frame cascade to the article inside them,
+    and try the page's article element before recovering every paragraph of the page.
+
+    trafilatura's last two frame expressions (``BODY_XPATH[3]``: a class or id saying
+    ``content``; ``[4]``: one starting with ``main``, or ``<main>``) often take a whole
+    page column, teasers and tickers included; when no frame gives enough text, it
+    recovers every paragraph of the page, comments and footers included.
+    :func:`~knowledge_crawler.transform.focus.narrow` finds the element that holds the
+    article inside such a frame (or inside ``<body>``, as a last frame tried before that
+    recovery), and only when it clearly does. Installed once, when the two expressions
+    are still the ones :mod:`~knowledge_crawler.transform.fastpaths` replaced (so their
+    place in the cascade is known); otherwise trafilatura's cascade is left as it is.
+    """
+    import trafilatura.xpaths as xp
+
+    cascade: list[Any] = xp.BODY_XPATH  # trafilatura types it list[XPath]; any callable goes
+    if any(isinstance(expr, _Narrowed | _ArticleOfPage) for expr in cascade):
+        return
+    names = [getattr(expr, "name", None) for expr in cascade]
+    if names[3:] != ["BODY_XPATH[3]", "BODY_XPATH[4]"]:
+        return
+    cascade[3] = _Narrowed(cascade[3])
+    cascade[4] = _Narrowed(cascade[4])
+    cascade.append(_ArticleOfPage())
+
+
+class _Narrowed:
+    """A frame expression whose frame is narrowed to the article inside it."""
+
+    def __init__(self, expression: Callable[[Any], list[Any]]) -> None:
+        self.expression = expression
+        self.name = getattr(expression, "name", repr(expression))
+
+    def __call__(self, tree: Any) -> list[Any]:
+        return [narrow(frame) for frame in self.expression(tree)[:1] if frame is not None]
+
+
+class _ArticleOfPage:
+    """The last frame expression: the element holding the article inside ``<body>``, if
+    one clearly does; no frame otherwise (trafilatura then recovers the page's text)."""
+
+    name = "article of the page"
+
+    def __call__(self, tree: Any) -> list[Any]:
+        body = tree if tree.tag == "body" else next(tree.iter("body"), None)
+        if body is None:
+            return []
+        found = narrow(body)
+        return [] if found is body else [found]
 
 
 def _keep_reference_tables() -> None:

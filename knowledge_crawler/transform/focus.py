@@ -1,0 +1,132 @@
+"""The article inside a broad frame: paragraph-density scoring (pure, lxml trees only).
+
+trafilatura looks for the main content with a cascade of expressions, from article
+containers (``articleBody``, ``post-content`` ...) down to any element whose class or id
+says ``content`` or starts with ``main``; when none gives enough text it recovers every
+paragraph of the page. The broad ends of that cascade take a whole page column: the
+article with the teasers, tickers and "more stories" around it; the recovery takes
+reader comments and footers as well.
+
+:func:`narrow` finds, inside such a frame, the element that holds the article by
+scoring paragraphs as Readability does: each paragraph of 25 characters or more gives
+its parent ``1 + commas + min(length / 100, 3)`` and its grandparent half of that;
+a ``<div>`` starts at 5, a class or id that names an article (``article``, ``body``,
+``content``, ``post``, ``story`` ...) adds 25 and one that names boilerplate
+(``comment``, ``related``, ``share``, ``footer`` ...) takes 25 off; the total is scaled by
+the share of the element's text that is not link text. Siblings of the best element
+that score at least a fifth of it (and 10) are part of the article: their parent is
+taken. The frame is narrowed only when all of these hold, so that a documentation page
+whose sections are all content keeps its frame:
+
+* the element's own class or id names an article and none of boilerplate;
+* what the narrowing leaves out is mostly links (at least 30 % of its text: menus,
+  teaser headlines, tickers), not prose;
+* the element holds at least 500 characters, 300 of them in scored paragraphs.
+
+Tags are those of trafilatura's cleaned tree (links are ``ref`` there; ``a`` is counted
+too, for trees that were not converted).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["narrow"]
+
+_ARTICLE = re.compile(
+    r"article|body|content|entry|hentry|main|page|post|text|blog|story", re.IGNORECASE
+)
+_BOILERPLATE = re.compile(
+    r"comment|com-|contact|foot|masthead|media|meta|outbrain|promo|related|scroll|shoutbox"
+    r"|sidebar|skyscraper|sponsor|shopping|tags|tool|widget|teaser|recommend|share|social"
+    r"|newsletter",
+    re.IGNORECASE,
+)
+_LINKS = ("ref", "a")
+_MIN_PARAGRAPH = 25  # characters: shorter paragraphs are not scored
+_SIBLING_SHARE = 0.2  # of the best score, for a sibling to be part of the article
+_SIBLING_MIN = 10.0
+_LEFT_OUT_LINKS = 0.3  # least share of link text in what narrowing leaves out
+_MIN_CHARS = 500
+_MIN_PARAGRAPH_CHARS = 300
+
+
+def _length(el: Any) -> int:
+    return len(" ".join(el.text_content().split()))
+
+
+def _link_length(el: Any) -> int:
+    return sum(_length(a) for a in el.iter(*_LINKS))
+
+
+def _class_weight(el: Any) -> int:
+    weight = 0
+    for value in (el.get("class"), el.get("id")):
+        if value:
+            if _BOILERPLATE.search(value):
+                weight -= 25
+            if _ARTICLE.search(value):
+                weight += 25
+    return weight
+
+
+def _names_article(el: Any) -> bool:
+    return not any(
+        value and _BOILERPLATE.search(value) for value in (el.get("class"), el.get("id"))
+    ) and any(value and _ARTICLE.search(value) for value in (el.get("class"), el.get("id")))
+
+
+def _scores(frame: Any) -> dict[Any, float]:
+    """The score of each parent and grandparent of a scored paragraph inside ``frame``
+    (``frame`` included)."""
+    inside = set(frame.iter())
+    raw: dict[Any, float] = {}
+    for paragraph in frame.iter("p"):
+        length = _length(paragraph)
+        if length < _MIN_PARAGRAPH:
+            continue
+        points = 1 + paragraph.text_content().count(",") + min(length // 100, 3)
+        el = paragraph.getparent()
+        for share in (1.0, 0.5):
+            if el is None or el not in inside:
+                break
+            if el not in raw:
+                raw[el] = _class_weight(el) + (5 if el.tag == "div" else 0)
+            raw[el] += points * share
+            el = el.getparent()
+    scores = {}
+    for el, score in raw.items():
+        length = _length(el)
+        scores[el] = score * (1 - _link_length(el) / length) if length else 0.0
+    return scores
+
+
+def _paragraph_chars(el: Any) -> int:
+    lengths = (_length(p) for p in el.iter("p"))
+    return sum(n for n in lengths if n >= _MIN_PARAGRAPH)
+
+
+def narrow(frame: Any) -> Any:
+    """The element inside ``frame`` that holds the article, or ``frame`` itself when
+    no element clearly does (see the module's rules)."""
+    scores = _scores(frame)
+    if not scores:
+        return frame
+    best = max(scores, key=scores.__getitem__)
+    parent = best.getparent()
+    if best is not frame and parent is not None:
+        floor = max(_SIBLING_MIN, _SIBLING_SHARE * scores[best])
+        if any(s is not best and scores.get(s, 0.0) >= floor for s in parent):
+            best = parent  # the article runs over several siblings
+    if best is frame or not _names_article(best):
+        return frame
+    length = _length(best)
+    if length < _MIN_CHARS or _paragraph_chars(best) < _MIN_PARAGRAPH_CHARS:
+        return frame
+    left_out = _length(frame) - length
+    if left_out <= 0:
+        return frame
+    if (_link_length(frame) - _link_length(best)) / left_out < _LEFT_OUT_LINKS:
+        return frame
+    return best

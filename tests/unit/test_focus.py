@@ -1,0 +1,97 @@
+"""The article inside a broad frame (knowledge_crawler.transform.focus)."""
+
+from __future__ import annotations
+
+from lxml import html
+
+from knowledge_crawler.transform.extract import extract
+from knowledge_crawler.transform.focus import narrow
+
+
+def paragraphs(n: int, start: int = 0) -> str:
+    return "".join(
+        f"<p>The council voted on Tuesday, after debate number {i}, to rebuild the old "
+        "bridge, which has carried traffic across the river since 1911, and to keep its "
+        "stone arches as they are, at a cost the mayor called modest.</p>"
+        for i in range(start, start + n)
+    )
+
+
+def _teasers(n: int) -> str:
+    return "".join(
+        f'<div class="item"><h3><a href="/s/{i}">Another headline number {i} of the day</a>'
+        f"</h3><p>Short summary {i}.</p></div>"
+        for i in range(n)
+    )
+
+
+def _page(article: str, column: str = "") -> str:
+    return (
+        '<html><body><div class="main-content">'
+        f'<div class="story-text">{article}</div>{column}</div></body></html>'
+    )
+
+
+def _frame(page: str):  # type: ignore[no-untyped-def]
+    return html.fromstring(page).find(".//div[@class='main-content']")
+
+
+def test_a_frame_of_article_and_teaser_links_narrows_to_the_article() -> None:
+    frame = _frame(_page(paragraphs(5), _teasers(12)))
+    assert narrow(frame).get("class") == "story-text"
+
+
+def test_a_frame_whose_rest_is_prose_is_kept() -> None:
+    # A documentation page: every section is content, nothing left out is links.
+    prose = '<div class="note">' + paragraphs(2, 10) + "</div>"
+    frame = _frame(_page(paragraphs(5), prose))
+    assert narrow(frame) is frame
+
+
+def test_an_element_that_does_not_name_an_article_is_not_taken() -> None:
+    page = _page("", _teasers(12)).replace('<div class="story-text"></div>', "")
+    page = page.replace("</div></body>", f"<div>{paragraphs(5)}</div></div></body>")
+    frame = _frame(page)
+    assert narrow(frame) is frame
+
+
+def test_comments_are_never_the_article() -> None:
+    comments = '<div class="comment-body">' + paragraphs(8, 20) + "</div>"
+    frame = _frame(_page(paragraphs(1), comments + _teasers(12)))
+    assert narrow(frame).get("class") != "comment-body"
+
+
+def test_a_short_article_keeps_its_frame() -> None:
+    frame = _frame(_page(paragraphs(1)[:200] + "</p>", _teasers(12)))
+    assert narrow(frame) is frame
+
+
+def test_an_article_over_sibling_blocks_takes_their_parent() -> None:
+    article = (
+        '<div class="article-text">'
+        f'<div class="part-body">{paragraphs(3)}</div>'
+        '<div class="ad"><a href="/ad">Advertisement</a></div>'
+        f'<div class="part-body">{paragraphs(3, 3)}</div></div>'
+    )
+    frame = _frame(_page(article, _teasers(12)))
+    assert narrow(frame).get("class") == "article-text"
+
+
+def test_extraction_drops_the_teaser_column_of_a_broad_frame() -> None:
+    page = _page(paragraphs(5), _teasers(12))
+    text = extract(page).text
+    assert text.count("The council voted") == 5
+    assert "Another headline" not in text and "Short summary" not in text
+
+
+def test_a_page_without_frames_keeps_its_article_not_the_teasers_around_it() -> None:
+    # No frame expression matches: the article element is tried before every paragraph
+    # of the page (teaser summaries included) is recovered.
+    menu = "".join(f"<li><a href=/m{i}>Menu {i}</a></li>" for i in range(30))
+    page = (
+        '<html><body><div id="wrap"><div class="article_description">'
+        f'{paragraphs(5)}</div>{_teasers(12)}<ul class="menu">{menu}</ul></div></body></html>'
+    )
+    text = extract(page).text
+    assert text.count("The council voted") == 5
+    assert "Short summary" not in text
