@@ -57,6 +57,7 @@ from knowledge_crawler.transform.render import (
     render_text,
 )
 from knowledge_crawler.transform.selector import select_elements
+from knowledge_crawler.transform.teasers import drop_teasers
 from knowledge_crawler.transform.title import page_title
 
 if TYPE_CHECKING:
@@ -701,6 +702,9 @@ def _prune(tree: HtmlElement) -> None:
       not an illustration: it becomes a ``<div>`` (trafilatura deletes figures, and
       keeps only those that hold a table). Its caption and file-name ``<span>`` become
       paragraphs: as loose children of a ``<div>`` trafilatura's main extractor drops them.
+    * Links to other stories marked by a lead-in ("Related: <headline>", "You may also
+      like..." and the headline links after it) go
+      (:func:`~knowledge_crawler.transform.teasers.drop_teasers`).
     * A ``<pre>`` without ``<code>`` gets one around its content: trafilatura turns a
       bare ``<pre>`` that does not look like code into a quotation, and inside a list
       item collapses its lines; ``<pre><code>`` it keeps as a code block, line breaks
@@ -724,6 +728,7 @@ def _prune(tree: HtmlElement) -> None:
     from lxml.etree import Element, strip_elements
 
     strip_elements(tree, *_NEVER_CONTENT, with_tail=False)
+    drop_teasers(tree, _drop_keeping_tail)
     for link in [a for h in tree.iter(*_HEADINGS) for a in h.iter("a")]:
         if _is_permalink(link):
             _drop_keeping_tail(link)

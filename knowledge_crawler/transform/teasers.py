@@ -1,0 +1,128 @@
+"""Links to other stories inside an article: "Related: <headline>" (pure, lxml trees).
+
+News pages put links to other stories inside the article text, marked by a lead-in:
+``<p><strong>Related: </strong><a href=...>Headline</a></p>``, or a line "You may also
+like..." followed by paragraphs or a list of headline links. They are not the article
+(benchmark labels leave them out), and an extractor that keeps paragraphs keeps them.
+
+:func:`drop_teasers` removes, before extraction:
+
+* a block whose text starts with a lead-in (:data:`LEAD_IN`: "Related", "Read more",
+  "You may also like", "More from ...", "À lire aussi", "Leia também", "Lesen Sie auch"
+  ...) and whose remaining text is all link text;
+* a block that holds only a lead-in, with the blocks right after it that are all
+  link text (one headline link a paragraph, or a list of them).
+
+A block whose text after the lead-in is not all link text is prose ("Related research
+shows ..."), and stays. "See also" ("Veja também", "Voir aussi" ...) is not a lead-in:
+in documentation it introduces references that are part of the page.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["LEAD_IN", "drop_teasers"]
+
+#: lead-ins of links to other stories, at the start of a block's text
+LEAD_IN = re.compile(
+    r"(?:related(?:\s+(?:stories|articles|content|coverage|posts|links|news|reading))?"
+    r"|read\s+more|read\s+also|also\s+read|more\s+from\s+[\w .'-]{1,40}|more:"
+    r"|you\s+(?:may|might)\s+also\s+(?:like|be\s+interested\s+in)|recommended(?:\s+for\s+you)?"
+    r"|don[\u2019']?t\s+miss|(?:à|a)?\s*lire\s+aussi|leia\s+(?:também|mais)"
+    r"|lesen\s+sie\s+auch|mehr\s+zum\s+thema|lee\s+también|te\s+puede\s+interesar"
+    r"|más\s+información)"
+    r"\s*(?::|\.\.\.|…|»)?\s*",
+    re.IGNORECASE,
+)
+#: how every lead-in begins (lower-cased): a cheap test before the expression
+_STARTS = (
+    "related",
+    "read",
+    "also",
+    "more",
+    "you ",
+    "recommended",
+    "don",
+    "à",
+    "a ",
+    "lire",
+    "leia",
+    "lesen",
+    "mehr",
+    "lee",
+    "te ",
+    "más",
+)
+_BLOCKS = ("p", "div", "li", "h2", "h3", "h4", "h5", "h6")
+_INLINE = ("strong", "b", "em", "i", "span", "a")  # what a lead-in is set in, in a block
+_LINK_SHARE = 0.9  # of the text after the lead-in, for it to be "all link text"
+_LEAD_ONLY_WORDS = 6
+
+
+def _squash(text: str) -> str:
+    return "".join(text.split())
+
+
+def _link_chars(el: Any) -> int:
+    return sum(len(_squash(a.text_content())) for a in el.iter("a") if a.get("href"))
+
+
+def _all_links(el: Any, text: str | None = None) -> bool:
+    chars = len(_squash(el.text_content() if text is None else text))
+    return chars > 0 and _link_chars(el) >= _LINK_SHARE * chars
+
+
+def _lead_in(el: Any) -> tuple[str, str] | None:
+    """(lead-in, rest of the text) when the block's text starts with a lead-in."""
+    text = " ".join(el.text_content().split())
+    match = LEAD_IN.match(text)
+    if match is None or not match.group().strip():
+        return None
+    return match.group(), text[match.end() :]
+
+
+def drop_teasers(tree: Any, drop: Any) -> int:
+    """Remove the teaser blocks of ``tree`` with ``drop(element)`` (which keeps the text
+    after an element); the number removed.
+
+    One walk over the blocks and the inline elements a lead-in is set in tests each
+    one's own first text against the lead-ins; only the few that match are looked at
+    as blocks.
+    """
+    found: list[Any] = []
+    seen: set[Any] = set()
+    for el in tree.iter(*_BLOCKS, *_INLINE):
+        text = el.text
+        if not text:
+            continue
+        text = text.lstrip()
+        if not text[:12].lower().startswith(_STARTS) or LEAD_IN.match(text) is None:
+            continue
+        block = el if el.tag in _BLOCKS else next(el.iterancestors(*_BLOCKS), None)
+        if block is None or block in seen:
+            continue
+        seen.add(block)
+        lead = _lead_in(block)
+        if lead is None:
+            continue
+        label, rest = lead
+        if rest:
+            links = _link_chars(block)
+            if links and links >= _LINK_SHARE * len(_squash(rest)):
+                found.append(block)
+            continue
+        if len(label.split()) > _LEAD_ONLY_WORDS or _link_chars(block):
+            continue
+        following = []
+        for sibling in block.itersiblings():
+            if not isinstance(sibling.tag, str) or not _all_links(sibling):
+                break
+            following.append(sibling)
+        if following:
+            found += [block, *following]
+    for el in found:
+        if el.getparent() is not None:
+            drop(el)
+    return len(found)

@@ -1,0 +1,70 @@
+"""Links to other stories inside an article (knowledge_crawler.transform.teasers)."""
+
+from __future__ import annotations
+
+from lxml import html
+
+from knowledge_crawler.transform.extract import extract
+from knowledge_crawler.transform.teasers import drop_teasers
+
+STORY = [
+    f"<p>Paragraph {i} of the story says what happened at the harbour on Monday, "
+    "who saw it, and what the port authority will do about it next week.</p>"
+    for i in range(6)
+]
+
+
+def _texts(body: str) -> list[str]:
+    tree = html.fromstring(f"<html><body><div>{body}</div></body></html>")
+    drop_teasers(tree, lambda el: el.drop_tree())
+    return [" ".join(p.text_content().split()) for p in tree.iter("p", "li", "h3")]
+
+
+def test_a_lead_in_and_a_headline_link_go() -> None:
+    texts = _texts('<p>Before.</p><p><strong>Related: </strong><a href="/x">A Headline</a></p>')
+    assert texts == ["Before."]
+
+
+def test_a_lead_in_followed_by_prose_stays() -> None:
+    prose = '<p>Related research <a href="/r">by the institute</a> shows the same trend.</p>'
+    assert _texts(prose) == ["Related research by the institute shows the same trend."]
+
+
+def test_a_lead_in_line_takes_the_headline_links_after_it_and_stops_at_prose() -> None:
+    texts = _texts(
+        "<p>You may also like...</p>"
+        '<p><a href="/a">Who will make the Hall in 2020?</a></p>'
+        '<p><a href="/b">A band takes over the fan vote</a></p>'
+        "<p>The last word of the story.</p>"
+    )
+    assert texts == ["The last word of the story."]
+
+
+def test_a_lead_in_line_with_a_list_of_links() -> None:
+    texts = _texts(
+        '<h3>Lesen Sie auch</h3><ul><li><a href="/a">Eins</a></li><li><a href="/b">Zwei</a>'
+        "</li></ul><p>Weiter im Text.</p>"
+    )
+    assert texts == ["Weiter im Text."]
+
+
+def test_a_lead_in_alone_before_prose_stays() -> None:
+    texts = _texts("<p>Read more:</p><p>The rest of the story, in words.</p>")
+    assert texts == ["Read more:", "The rest of the story, in words."]
+
+
+def test_see_also_references_of_documentation_stay() -> None:
+    texts = _texts('<p>See also: <a href="/os">os.path.join()</a></p>')
+    assert texts == ["See also: os.path.join()"]
+
+
+def test_extraction_keeps_the_story_around_a_teaser() -> None:
+    page = (
+        f"<html><body><article>{''.join(STORY[:3])}"
+        '<p><strong>Related: </strong><a href="/x">Possible Water Plumes in Images</a></p>'
+        f"{''.join(STORY[3:])}<p>À lire aussi : <a href='/y'>Notre récit du congrès</a></p>"
+        "</article></body></html>"
+    )
+    text = extract(page).text
+    assert "Possible Water Plumes" not in text and "Notre récit" not in text
+    assert all(f"Paragraph {i} of the story" in text for i in range(6))
