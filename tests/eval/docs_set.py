@@ -106,6 +106,7 @@ class Family:
     heldout: bool = False
     limit: int = 8
     every: bool = False  # the label is every element ``content`` finds, in document order
+    encoding: str | None = None  # the page's real encoding, where its markup misleads lxml
 
 
 FAMILIES = (
@@ -463,7 +464,8 @@ def _text(element: object) -> str:
 def label_page(path: Path, family: Family) -> str | None:
     from lxml import etree, html
 
-    tree = html.fromstring(path.read_bytes())
+    raw = path.read_bytes()
+    tree = html.fromstring(raw.decode(family.encoding) if family.encoding else raw)
     found = tree.xpath(family.content)
     if not found:
         return None
