@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["decode_html", "looks_like_html"]
+__all__ = ["decode_html", "holds_html_tags", "looks_like_html"]
 
 _META_CHARSET_RE = re.compile(
     rb"""<meta[^>]+?charset\s*=\s*["']?\s*([a-zA-Z0-9_.:-]+)""", re.IGNORECASE
@@ -171,4 +171,10 @@ def looks_like_html(body: bytes, content_type: str | None = None) -> bool:
         return False  # JSON
     if stripped.startswith(b"<?xml") and b"<html" not in head.lower():
         return False  # RSS/Atom/SVG/sitemaps are XML, not HTML pages
+    return holds_html_tags(head)
+
+
+def holds_html_tags(head: bytes) -> bool:
+    """Whether ``head`` (the first bytes of a body) holds an HTML tag: ``<html``,
+    ``<p``, ``<div``, ``<table`` and the like."""
     return _HTML_TAG_RE.search(head) is not None

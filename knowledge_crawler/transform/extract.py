@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from knowledge_crawler.transform import fastpaths
 from knowledge_crawler.transform._text import WORD_RE, norm
 from knowledge_crawler.transform.clean import clean_text
-from knowledge_crawler.transform.decode import decode_html, looks_like_html
+from knowledge_crawler.transform.decode import decode_html, holds_html_tags, looks_like_html
 from knowledge_crawler.transform.focus import narrow
 from knowledge_crawler.transform.language import declared_language, guess_language
 from knowledge_crawler.transform.render import (
@@ -540,11 +540,21 @@ def _parse(html: str, *, no_controls: bool = False) -> HtmlElement | None:
             tree = None
         if (tree is None or len(tree) < 1) and not retried:
             tree = fromstring(html.encode("utf8", "surrogatepass"), parser=parser)
-        if tree is not None and dubious and len(tree) < 2:
+        if tree is not None and dubious and len(tree) < 2 and not _has_markup(html):
             return None
         return tree
     except Exception:
         return None
+
+
+def _has_markup(html: str) -> bool:
+    """Whether the start of a page holds an HTML tag (``<p``, ``<div``, ``<table`` ...).
+
+    trafilatura rejects a text without "html" in its first 50 characters that parses to
+    an element with fewer than two children, taking it for something other than HTML.
+    A page that holds HTML tags is HTML, whatever wraps it: an SEC filing exhibit starts
+    ``<DOCUMENT><TYPE>EX-99.1`` and lxml nests the whole page under ``<type>``."""
+    return holds_html_tags(html[:4096].encode("utf-8", "replace"))
 
 
 def extract(html: str | bytes, *, url: str | None = None) -> Extraction:

@@ -928,3 +928,24 @@ def test_a_parameter_table_of_type_links_is_kept_and_a_menu_table_is_not() -> No
     assert "| array | a GArray |" in md
     assert "| index_ | the index of the element in the GArray |" in md
     assert "Section 1" not in md
+
+
+def test_a_page_wrapped_in_other_markup_is_still_extracted() -> None:
+    # An SEC filing exhibit: SGML tags before <HTML>; lxml nests the page under <type>,
+    # which trafilatura's loader took for a non-HTML document and rejected.
+    body = "".join(
+        f"<P>Paragraph {i}: the company announced today that it has signed a definitive "
+        "agreement to acquire the rights, subject to the usual closing conditions.</P>"
+        for i in range(5)
+    )
+    page = (
+        "<DOCUMENT>\n<TYPE>EX-99.1\n<SEQUENCE>2\n<FILENAME>d752412dex991.htm\n"
+        "<DESCRIPTION>EX-99.1\n<TEXT>\n<HTML><HEAD><TITLE>EX-99.1</TITLE>"
+        f"</HEAD><BODY>{body}</BODY></HTML>\n</TEXT>\n</DOCUMENT>"
+    )
+    text = extract(page.encode()).text
+    assert all(f"Paragraph {i}: the company" in text for i in range(5))
+
+
+def test_text_without_markup_is_not_taken_for_a_page() -> None:
+    assert extract(b"Just a line of plain text, no tags at all, " * 20).text == ""
