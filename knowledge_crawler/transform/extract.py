@@ -721,6 +721,8 @@ def _prune(tree: HtmlElement) -> None:
       and indentation included. A language class on the ``<pre>`` moves to the code.
     * Text after a ``<pre>`` (the rest of a paragraph the ``<pre>`` interrupted) becomes
       a paragraph: trafilatura drops a code block's tail.
+    * Text loose in a container between its blocks (an article's first paragraph as bare
+      text after a box) becomes a paragraph (:func:`_loose_text_to_paragraphs`).
     * An ``<a>`` without ``href`` is a link target, not a link: its tag goes, its text
       stays. trafilatura counts it as a link with no text, and deletes a short block
       (a DocBook note: ``<h3><a name="id1"></a>Note</h3><p>...</p>``) whose links all
@@ -762,6 +764,7 @@ def _prune(tree: HtmlElement) -> None:
     for pre in list(tree.iter("pre")):
         if pre.tail and pre.tail.strip():
             _tail_to_paragraph(pre)
+    _loose_text_to_paragraphs(tree)
     targets: list[HtmlElement] = []
     bars: dict[HtmlElement, None] = {}  # ordered set
     for link in tree.iter("a"):
@@ -805,6 +808,45 @@ _BLOCK_LEVEL = frozenset(
     | {"aside", "header", "footer", "nav", "figure", "hr", "form", "main", "details"}
     | {"h1", "h2", "h3", "h4", "h5", "h6"}
 )
+
+
+#: loose text shorter than this (characters, stripped) is a separator, not a paragraph
+_LOOSE_MIN = 25
+#: the containers whose loose text between blocks is made a paragraph
+_LOOSE_CONTAINERS = frozenset({"div", "section", "article", "main", "td"})
+
+
+def _loose_text_to_paragraphs(tree: HtmlElement) -> None:
+    """Text that sits loose in a container between its blocks (after a box the page
+    set before the first paragraph, or before the first block) becomes a paragraph,
+    with the inline elements that follow it up to the next block: trafilatura keeps
+    only paragraphs of a frame that holds blocks, so an article whose first paragraph
+    is bare text after a "related" box lost that paragraph."""
+    from lxml.etree import Element
+
+    tails = [
+        el
+        for el in tree.iter(*_BLOCK_LEVEL)
+        if el.tail
+        and len(el.tail.strip()) >= _LOOSE_MIN
+        and (parent := el.getparent()) is not None
+        and parent.tag in _LOOSE_CONTAINERS
+    ]
+    for el in tails:
+        _tail_to_paragraph(el)
+    for box in tree.iter(*_LOOSE_CONTAINERS):
+        text = box.text
+        if not text or len(text.strip()) < _LOOSE_MIN:
+            continue
+        if not any(isinstance(c.tag, str) and c.tag in _BLOCK_LEVEL for c in box):
+            continue  # a box of text alone is read as one paragraph already
+        para = Element("p")
+        para.text, box.text = text, None
+        for child in list(box):
+            if isinstance(child.tag, str) and child.tag in _BLOCK_LEVEL:
+                break
+            para.append(child)  # its tail moves with it
+        box.insert(0, para)
 
 
 def _tail_to_paragraph(el: HtmlElement) -> None:

@@ -949,3 +949,23 @@ def test_a_page_wrapped_in_other_markup_is_still_extracted() -> None:
 
 def test_text_without_markup_is_not_taken_for_a_page() -> None:
     assert extract(b"Just a line of plain text, no tags at all, " * 20).text == ""
+
+
+def test_an_article_whose_first_paragraph_is_loose_text_keeps_it() -> None:
+    # The first paragraph is bare text after a box (emptied here: its related links are
+    # boilerplate), then <p>s follow; with enough paragraph text trafilatura keeps only
+    # the frame's paragraphs.
+    paras = "".join(
+        f"<p>Paragraph {i} goes on about the resignation, the company and its plans "
+        "for the years ahead, as the board said on Wednesday.</p>"
+        for i in range(8)
+    )
+    page = (
+        '<html><body><div class="article-content"><div class="bd"><p></p>'
+        '<div class="col"></div>'
+        "SAN FRANCISCO (AP) — The chief executive resigned on Wednesday, saying he "
+        f"could no longer meet his duties.{paras}</div></div></body></html>"
+    )
+    text = extract(page).text
+    assert text.startswith("SAN FRANCISCO (AP) — The chief executive resigned")
+    assert all(f"Paragraph {i} goes on" in text for i in range(8))
