@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["decode_html", "holds_html_tags", "looks_like_html"]
+__all__ = ["decode_html", "decode_html_utf8", "holds_html_tags", "looks_like_html"]
 
 _META_CHARSET_RE = re.compile(
     rb"""<meta[^>]+?charset\s*=\s*["']?\s*([a-zA-Z0-9_.:-]+)""", re.IGNORECASE
@@ -77,17 +77,32 @@ def decode_html(body: bytes, content_type: str | None = None) -> str:
     """
     if not isinstance(body, bytes | bytearray | memoryview):
         raise ValueError(f"decode_html() needs bytes, not {type(body).__name__}")
-    body = bytes(body)
+    return decode_html_utf8(bytes(body), content_type)[0]
+
+
+def decode_html_utf8(body: bytes, content_type: str | None = None) -> tuple[str, bool]:
+    """:func:`decode_html` of ``body`` (bytes), and whether ``body`` is that text's UTF-8
+    encoding byte for byte: it was decoded as UTF-8, without a byte-order mark and without
+    a replaced byte (the parser can then read ``body`` instead of encoding the text again).
+    """
+    from codecs import lookup
+
     from w3lib.encoding import html_to_unicode
 
     header = content_type
     if header is not None and "charset" not in header.lower():
         header = None
     try:
-        _enc, text = html_to_unicode(header, body, auto_detect_fun=_detect_encoding)
+        enc, text = html_to_unicode(header, body, auto_detect_fun=_detect_encoding)
     except Exception:  # unknown label or codec failure: be lenient, never raise
-        text = body.decode("utf-8", errors="replace")
-    return str(text)
+        return body.decode("utf-8", errors="replace"), False
+    text = str(text)
+    try:
+        utf8 = lookup(enc).name == "utf-8"
+    except LookupError:  # pragma: no cover - html_to_unicode decoded with it
+        utf8 = False
+    same = utf8 and not body.startswith(b"\xef\xbb\xbf") and "\ufffd" not in text
+    return text, same
 
 
 _BINARY_MAGIC: tuple[bytes, ...] = (

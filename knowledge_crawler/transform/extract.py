@@ -44,7 +44,12 @@ from typing import TYPE_CHECKING, Any
 from knowledge_crawler.transform import fastpaths
 from knowledge_crawler.transform._text import WORD_RE, norm
 from knowledge_crawler.transform.clean import clean_text
-from knowledge_crawler.transform.decode import decode_html, holds_html_tags, looks_like_html
+from knowledge_crawler.transform.decode import (
+    decode_html,
+    decode_html_utf8,
+    holds_html_tags,
+    looks_like_html,
+)
 from knowledge_crawler.transform.focus import narrow
 from knowledge_crawler.transform.language import declared_language, guess_language
 from knowledge_crawler.transform.render import (
@@ -502,15 +507,21 @@ def _parser() -> Any:
     return parser
 
 
-def _parse(html: str, *, no_controls: bool = False) -> HtmlElement | None:
+def _parse(
+    html: str, *, no_controls: bool = False, utf8: bytes | None = None
+) -> HtmlElement | None:
     """The page's tree as trafilatura's ``load_html`` builds it from text.
 
     The same repairs (control characters, a doctype with a slash, a self-closing
-    ``<html/>``), fallbacks and rejection of non-HTML, with two savings: the regular
+    ``<html/>``), fallbacks and rejection of non-HTML, with three savings: the regular
     expression that removes control characters over the whole text is skipped when
     the caller knows there are none (``no_controls``, from :func:`_without_controls`
-    and a check for U+FFFE/U+FFFF), and elements get their class from :func:`_parser`.
-    ``tests/unit/test_extract.py`` compares the trees with ``load_html``'s.
+    and a check for U+FFFE/U+FFFF), elements get their class from :func:`_parser`,
+    and when ``utf8`` is the text's UTF-8 encoding (the page's own bytes) and no
+    repair changed the text, lxml parses those bytes: the same tree (the parser's
+    encoding is UTF-8, which a ``<meta>`` charset does not override), without lxml
+    converting the text first. ``tests/unit/test_extract.py`` compares the trees with
+    ``load_html``'s.
     """
     from lxml.html import fromstring
     from trafilatura.utils import DOCTYPE_TAG, FAULTY_HTML, is_dubious_html, repair_faulty_html
@@ -520,19 +531,27 @@ def _parse(html: str, *, no_controls: bool = False) -> HtmlElement | None:
         dubious = is_dubious_html(beginning)
         if no_controls and "\ufffe" not in html and "\uffff" not in html:
             if "doctype" in beginning:
-                firstline, _, rest = html.partition("\n")
-                html = DOCTYPE_TAG.sub("", firstline, count=1) + "\n" + rest
+                firstline, newline, rest = html.partition("\n")
+                repaired = DOCTYPE_TAG.sub("", firstline, count=1)
+                if repaired != firstline or not newline:
+                    html = repaired + "\n" + rest
+                    utf8 = None
             for line in html[:4096].splitlines()[:4]:
                 if "<html" in line and line.endswith("/>"):
                     html = FAULTY_HTML.sub(r"\1>", html, count=1)
+                    utf8 = None
                     break
+            if utf8 is not None and _ASCII_SPACE_LEAD.match(html) is None:
+                utf8 = None
         else:
             html = repair_faulty_html(html, beginning)
+            utf8 = None
+        source = html if utf8 is None else utf8
         parser = _parser()
         tree = None
         retried = False
         try:
-            tree = fromstring(html, parser=parser)
+            tree = fromstring(source, parser=parser)
         except ValueError:  # a text with an XML encoding declaration: parse its bytes
             tree = fromstring(html.encode("utf8", "surrogatepass"), parser=parser)
             retried = True
@@ -555,6 +574,11 @@ def _has_markup(html: str) -> bool:
     A page that holds HTML tags is HTML, whatever wraps it: an SEC filing exhibit starts
     ``<DOCUMENT><TYPE>EX-99.1`` and lxml nests the whole page under ``<type>``."""
     return holds_html_tags(html[:4096].encode("utf-8", "replace"))
+
+
+#: leading whitespace that ``lxml.html.fromstring``'s test for a whole document (``\s*``
+#: then ``<html`` or ``<!doctype``) reads alike in text and in bytes: ASCII only
+_ASCII_SPACE_LEAD = re.compile(r"[ \t\n\r\f\v]*(?!\s)")
 
 
 def extract(html: str | bytes, *, url: str | None = None) -> Extraction:
@@ -634,15 +658,18 @@ def extract_selected(html: str | bytes, selector: str) -> Extraction | None:
 def _page_tree(html: str | bytes, caller: str) -> HtmlElement | None:
     """The page parsed, or None for an empty or unparsable one."""
     no_controls = False
+    utf8 = None
     if isinstance(html, bytes | bytearray | memoryview):
         raw = bytes(html)
         no_controls = _without_controls(raw)
-        html = decode_html(raw)
+        html, same = decode_html_utf8(raw)
+        if same and no_controls:
+            utf8 = raw
     elif not isinstance(html, str):
         raise ValueError(f"{caller}() needs str or bytes, not {type(html).__name__}")
     if not no_controls and "\x00" in html:  # no_controls: no NUL byte, so no NUL
         html = html.replace("\x00", "")
-    return _parse(html, no_controls=no_controls) if html.strip() else None
+    return _parse(html, no_controls=no_controls, utf8=utf8) if html.strip() else None
 
 
 def _page_facts(tree: HtmlElement) -> tuple[str | None, str | None]:

@@ -605,6 +605,12 @@ def test_a_definition_is_nested_under_its_term() -> None:
         "<html><body><p>caf\xe9 \x01</p></body></html>".encode("cp1252"),
         "<html><body><p>utf-16 text</p></body></html>".encode("utf-16"),
         b"just text, not html",
+        "\u00a0<html><body><p>no-break space first</p></body></html>".encode(),
+        "  <p>caf\u00e9, a fragment</p>".encode(),
+        '<html><head><meta charset="iso-8859-1"></head><body>caf\u00e9</body></html>'.encode(),
+        "<html><body><p>caf\u00e9 \u20ac</p></body></html>".encode(),
+        b"\xef\xbb\xbf<html><body><p>bom</p></body></html>",
+        b"<html><body><p>bad \xff byte</p></body></html>",
     ],
 )
 def test_parse_builds_the_tree_load_html_builds(page: bytes) -> None:
@@ -621,6 +627,26 @@ def test_parse_builds_the_tree_load_html_builds(page: bytes) -> None:
     if ours is not None:
         assert etree.tostring(ours) == etree.tostring(theirs)
         assert hasattr(ours, "text_content")  # trafilatura reads lxml.html's methods
+
+
+@pytest.mark.parametrize(
+    ("body", "same"),
+    [
+        ("<p>caf\u00e9</p>".encode(), True),
+        (b"\xef\xbb\xbf<p>bom</p>", False),
+        (b"<p>bad \xff byte</p>", False),
+        ("<p>caf\u00e9</p>".encode("cp1252"), False),
+        ('<meta charset="iso-8859-1"><p>caf\u00e9</p>'.encode(), False),
+    ],
+)
+def test_decode_says_when_the_bytes_are_the_texts_utf8(body: bytes, same: bool) -> None:
+    from knowledge_crawler.transform.decode import decode_html_utf8
+
+    text, utf8 = decode_html_utf8(body)
+    assert text == decode_html(body)
+    assert utf8 is same
+    if utf8:
+        assert text.encode() == body
 
 
 def test_text_after_a_nested_list_stays_after_it() -> None:
