@@ -4,7 +4,9 @@ trafilatura finds boilerplate and the article container with XPath expressions w
 predicates call EXSLT ``re:test``: lxml runs each call in Python, once per candidate
 element and attribute, so a page with a thousand ``<div>`` s pays thousands of
 round trips from libxml2 into Python. On the dev set the five expressions below were
-about 40 % of an extraction.
+about 40 % of an extraction. Two plain ones (``contains(@class, ...)`` on a few tags,
+no ``re:test``) are here too: libxml2 evaluates them over the whole tree three times
+slower than a walk of those tags in Python.
 
 Each :class:`Selection` here answers exactly what its XPath answers (the same
 elements, in document order) with one walk in Python: lxml filters the tags in C,
@@ -143,8 +145,23 @@ def _raw_tree_prune(xp: Any) -> list[Selection]:
             return False
         return el.find(".//h1") is None or mvp(id_) or mvp(cls)
 
+    def share_buttons(el: Any) -> bool:
+        return "elementor-share-buttons" in (el.get("class") or "")
+
     tags = ("div", "section", "aside")
-    return [Selection("RAW_TREE_PRUNE_XPATH[0]", xp[0], tags, appended_articles)]
+    return [
+        Selection("RAW_TREE_PRUNE_XPATH[0]", xp[0], tags, appended_articles),
+        Selection("RAW_TREE_PRUNE_XPATH[1]", xp[1], tags, share_buttons),
+    ]
+
+
+def _discard_image_elements(xp: Any) -> list[Selection]:
+    def caption(el: Any) -> bool:
+        get = el.get
+        return "caption" in (get("id") or "") or "caption" in (get("class") or "")
+
+    tags = ("div", "item", "list", "p", "section", "span")
+    return [Selection("DISCARD_IMAGE_ELEMENTS[0]", xp[0], tags, caption)]
 
 
 def _remove_comments_and_lists(xp: Any, comments_id: str, comments_class: str) -> list[Selection]:
@@ -328,7 +345,7 @@ def _plan(xp: Any) -> list[tuple[list[Any], int, Selection]]:
     }
     plan: list[tuple[list[Any], int, Selection]] = []
     raw = _raw_tree_prune(xp.RAW_TREE_PRUNE_XPATH)
-    plan += [(xp.RAW_TREE_PRUNE_XPATH, 0, raw[0])]
+    plan += [(xp.RAW_TREE_PRUNE_XPATH, i, s) for i, s in enumerate(raw)]
     comments = _remove_comments_and_lists(
         xp.REMOVE_COMMENTS_AND_LISTS_XPATH, xp._COMMENTS_ID, xp._COMMENTS_CLASS
     )
@@ -339,6 +356,8 @@ def _plan(xp: Any) -> list[tuple[list[Any], int, Selection]]:
         a(xp._OVERALL_DISCARD_BOTH_TOKENS + xp._OVERALL_DISCARD_CLASS_TOKENS),
     )
     plan += [(xp.OVERALL_DISCARD_XPATH, i, s) for i, s in enumerate(overall)]
+    images = _discard_image_elements(xp.DISCARD_IMAGE_ELEMENTS)
+    plan += [(xp.DISCARD_IMAGE_ELEMENTS, 0, images[0])]
     body = _body(xp.BODY_XPATH, tokens)
     plan += [(xp.BODY_XPATH, i, s) for i, s in zip((0, 2, 3, 4), body, strict=True)]
     return plan
@@ -348,9 +367,11 @@ def _plan(xp: Any) -> list[tuple[list[Any], int, Selection]]:
 #: replacement was written from (trafilatura 2.3.1)
 EXPECTED_SOURCES: dict[str, str] = {
     "RAW_TREE_PRUNE_XPATH[0]": "77023cff86242dc8",
+    "RAW_TREE_PRUNE_XPATH[1]": "3c7afe92279543d5",
     "REMOVE_COMMENTS_AND_LISTS_XPATH[0]": "ec1083e558ae70c0",
     "OVERALL_DISCARD_XPATH[0]": "d9e4b7d7125b4838",
     "OVERALL_DISCARD_XPATH[1]": "9abb7217d588fd5a",
+    "DISCARD_IMAGE_ELEMENTS[0]": "271b5ef29bbc5bf0",
     "BODY_XPATH[0]": "8cab6e6e5b503a8d",
     "BODY_XPATH[2]": "3ac5a80dac974e64",
     "BODY_XPATH[3]": "a3befe41db4d28b9",

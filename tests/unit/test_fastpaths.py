@@ -35,6 +35,10 @@ EDGE_CASES = [
     '<div class="Page-Content">a</div><main>b</main><div class="mainbox">c</div>',
     '<div><main id="m">a</main></div><div role="main-x">b</div>',
     '<div class="content_main">a</div><div id="Main-Content">b</div><div class="content">c</div>',
+    '<aside class="x elementor-share-buttons--view">a</aside><span class="elementor-share-buttons">'
+    'b</span><section id="elementor-share-buttons">c</section>',
+    '<p id="figcaption-1">a</p><span class="wp-caption-text">b</span><figcaption class="caption">'
+    "c</figcaption><li class='caption'>d</li><ul><li id='Caption'>e</li></ul>",
 ]
 
 
