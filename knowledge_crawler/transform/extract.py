@@ -324,6 +324,8 @@ def _keep_parameter_lists() -> None:
         return
 
     def link_density_test(element: HtmlElement, favor_precision: bool = False) -> Any:
+        if next(element.iterdescendants("ref"), None) is None:
+            return False, False  # no link: every test below (and trafilatura's) says so
         if element.tag == "list" and _parameter_list(element):
             return False, False
         if element.tag == "div" and _holds_reference_table(element):
@@ -462,7 +464,7 @@ def _has_link(el: HtmlElement) -> bool:
 
 
 #: bytes that are C0 control characters other than tab, newline and carriage return
-_C0_CONTROLS = bytes([*range(0, 9), 11, 12, *range(14, 32)])
+_C0_CONTROLS = tuple(bytes([c]) for c in (*range(0, 9), 11, 12, *range(14, 32)))
 
 
 def _without_controls(raw: bytes) -> bool:
@@ -471,9 +473,10 @@ def _without_controls(raw: bytes) -> bool:
     Then no ASCII-compatible decoding of them holds one either (in every such
     encoding, multi-byte ones included, a byte below 0x20 is that character and
     nothing else); UTF-16 and UTF-32 text has NUL bytes, so it is never taken for
-    clean here. One C-speed pass instead of a regular expression over the text.
+    clean here. A ``memchr`` per control byte, at C speed: twice as fast as one pass
+    of ``bytes.translate`` (which copies the page), far faster than a regular expression.
     """
-    return len(raw.translate(None, _C0_CONTROLS)) == len(raw)
+    return not any(control in raw for control in _C0_CONTROLS)
 
 
 def _parser() -> Any:
@@ -797,7 +800,9 @@ def _prune(tree: HtmlElement) -> None:
     for link in tree.iter("a"):
         if link.get("href") is None:
             targets.append(link)
-        elif _REL_NAVIGATION.intersection((link.get("rel") or "").lower().split()):
+            continue
+        rel = link.get("rel")
+        if rel and _REL_NAVIGATION.intersection(rel.lower().split()):
             block = next((up for up in link.iterancestors(*_REL_NAVIGATION_BLOCKS)), None)
             if block is not None:
                 bars[block] = None
@@ -1134,14 +1139,15 @@ _BOX_NEIGHBOUR_WORDS = 8
 def _inline_box(box: HtmlElement) -> bool:
     """A ``sidebar``-classed element that is a box in the text (DocBook's ``<sidebar>``:
     "BACK TO BASICS", "VOCABULARY"; a docs page's example box), not the page's side
-    column: a paragraph of text is its neighbour, and it is text, not a list of links."""
+    column: a paragraph of text is its neighbour, and it is text, not a list of links.
+    The neighbours first: a side column rarely has one, and its text is long to read."""
+    if not any(_paragraph(near) for near in (box.getprevious(), box.getnext()) if near is not None):
+        return False
     words = len(box.text_content().split())
     if words < _BOX_MIN_WORDS:
         return False
     linked = sum(len(a.text_content().split()) for a in box.iter("a") if a.get("href"))
-    if linked * 2 > words:
-        return False
-    return any(_paragraph(near) for near in (box.getprevious(), box.getnext()) if near is not None)
+    return linked * 2 <= words
 
 
 def _paragraph(el: HtmlElement) -> bool:
