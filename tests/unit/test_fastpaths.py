@@ -122,6 +122,38 @@ def test_prepare_tree_without_the_unused_copy_converts_the_same() -> None:
         assert etree.tostring(ours) == etree.tostring(theirs)
 
 
+CLEANING_CASES = [
+    "<form><p>The whole page is in a form, as ASP.NET writes it: a long paragraph.</p></form>",
+    "<aside><p>The only paragraph is in an aside.</p></aside><nav>menu</nav>",
+    "<figure><table><tr><td>a</td></tr></table></figure><table role='none'><tr><td>b</td>"
+    "</tr></table><footer>f<time>t</time></footer>tail<math alttext='x^2'><mi>x</mi></math>",
+]
+
+
+def test_tree_cleaning_without_passes_for_absent_tags_cleans_the_same() -> None:
+    from lxml import etree
+    from trafilatura.htmlprocessing import tree_cleaning
+
+    from knowledge_crawler.transform.extract import _fast_tree_cleaning, _options, _prune
+
+    fast = _fast_tree_cleaning()
+    assert fast is not None, "trafilatura's tree_cleaning changed: see extract.py"
+    options = _options()
+    pages = _pages() + [
+        (f"clean{i}", f"<html><body>{c}</body></html>") for i, c in enumerate(CLEANING_CASES)
+    ]
+    for _, page in pages:
+        for pruned in (False, True):
+            ours, theirs = parse_page(page), parse_page(page)
+            assert ours is not None and theirs is not None
+            if pruned:
+                _prune(ours)
+                _prune(theirs)
+            assert etree.tostring(fast(ours, options)) == etree.tostring(
+                tree_cleaning(theirs, options)
+            )
+
+
 def test_extraction_is_what_bare_extraction_gives() -> None:
     """The main content is trafilatura's, although its whole-tree copy is skipped."""
     from trafilatura.core import bare_extraction
