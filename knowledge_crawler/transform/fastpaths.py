@@ -135,9 +135,24 @@ def forget() -> None:
 # -- the expressions, as trafilatura 2.3.1 writes them (xpaths.py) ----------------------
 
 
+# The patterns of these two expressions are literals, tested with str methods (a regular
+# expression costs several times more per new value; no memo needed).
+
+
+def _mvp(value: str) -> bool:  # re:test(., 'mvp-post-add-(?:box|wrap)')
+    return "mvp-post-add-box" in value or "mvp-post-add-wrap" in value
+
+
+def _scroll(value: str) -> bool:  # re:test(., 'mvp-post-add-(?:box|wrap)|infinite-?scroll')
+    return _mvp(value) or "infinite-scroll" in value or "infinitescroll" in value
+
+
+def _comment(value: str) -> bool:  # re:test(., '^[Cc]omment(?!ary)')
+    return value[:7] in ("comment", "Comment") and not value.startswith("ary", 7)
+
+
 def _raw_tree_prune(xp: Any) -> list[Selection]:
-    mvp = _search("mvp-post-add-(?:box|wrap)")
-    scroll = _search("mvp-post-add-(?:box|wrap)|infinite-?scroll")
+    mvp, scroll = _mvp, _scroll
 
     def appended_articles(el: Any) -> bool:
         id_, cls = el.get("id") or "", el.get("class") or ""
@@ -164,10 +179,18 @@ def _discard_image_elements(xp: Any) -> list[Selection]:
     return [Selection("DISCARD_IMAGE_ELEMENTS[0]", xp[0], tags, caption)]
 
 
-def _remove_comments_and_lists(xp: Any, comments_id: str, comments_class: str) -> list[Selection]:
-    id_any = _search(f"^(?:{comments_id}|disqus_thread|dsq-comments)")
-    id_own = _search(f"^(?:{comments_id})")
-    cls = _search(comments_class)
+def _remove_comments_and_lists(xp: Any) -> list[Selection]:
+    # _COMMENTS_ID is "[Cc]omment(?!ary)|comol", _COMMENTS_CLASS is
+    # "^[Cc]omment(?!ary)|(?:article|post)-comments" (both inlined in the expression)
+
+    def id_any(value: str) -> bool:  # '^(?:_COMMENTS_ID|disqus_thread|dsq-comments)'
+        return _comment(value) or value.startswith(("comol", "disqus_thread", "dsq-comments"))
+
+    def id_own(value: str) -> bool:  # '^(?:_COMMENTS_ID)'
+        return _comment(value) or value.startswith("comol")
+
+    def cls(value: str) -> bool:  # _COMMENTS_CLASS
+        return _comment(value) or "article-comments" in value or "post-comments" in value
 
     def comments(el: Any) -> bool:
         id_ = el.get("id") or ""
@@ -346,9 +369,7 @@ def _plan(xp: Any) -> list[tuple[list[Any], int, Selection]]:
     plan: list[tuple[list[Any], int, Selection]] = []
     raw = _raw_tree_prune(xp.RAW_TREE_PRUNE_XPATH)
     plan += [(xp.RAW_TREE_PRUNE_XPATH, i, s) for i, s in enumerate(raw)]
-    comments = _remove_comments_and_lists(
-        xp.REMOVE_COMMENTS_AND_LISTS_XPATH, xp._COMMENTS_ID, xp._COMMENTS_CLASS
-    )
+    comments = _remove_comments_and_lists(xp.REMOVE_COMMENTS_AND_LISTS_XPATH)
     plan += [(xp.REMOVE_COMMENTS_AND_LISTS_XPATH, 0, comments[0])]
     overall = _overall_discard(
         xp.OVERALL_DISCARD_XPATH,

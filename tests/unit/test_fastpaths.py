@@ -35,6 +35,12 @@ EDGE_CASES = [
     '<div class="Page-Content">a</div><main>b</main><div class="mainbox">c</div>',
     '<div><main id="m">a</main></div><div role="main-x">b</div>',
     '<div class="content_main">a</div><div id="Main-Content">b</div><div class="content">c</div>',
+    '<div id="commentary">a</div><div id="Comments">b</div><div class="commentary x">c</div>'
+    '<ul class="Comment">d</ul><ol id="comol-1">e</ol><ul class="my post-comments">f</ul>'
+    '<section id="dsq-comments-x">g</section><div id="x comment">h</div><ol id="disqus_thread">'
+    'i</ol><div class="comm">j</div><ul id="comments" class="x">k</ul>',
+    '<div class="xinfinitescroll"><h1>a</h1></div><div id="mvp-post-add-wrap-2"><h1>b</h1></div>'
+    '<div class="infinite-scroller">c</div><section id="Infinite-scroll">d</section>',
     '<aside class="x elementor-share-buttons--view">a</aside><span class="elementor-share-buttons">'
     'b</span><section id="elementor-share-buttons">c</section>',
     '<p id="figcaption-1">a</p><span class="wp-caption-text">b</span><figcaption class="caption">'
