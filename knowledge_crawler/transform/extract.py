@@ -261,11 +261,11 @@ class _Narrowed:
     """A frame expression whose frame is narrowed to the article inside it."""
 
     def __init__(self, expression: Callable[[Any], list[Any]]) -> None:
-        self.expression = expression
+        self.__wrapped__ = expression  # what fastpaths.install and its tests look through
         self.name = getattr(expression, "name", repr(expression))
 
     def __call__(self, tree: Any) -> list[Any]:
-        return [narrow(frame) for frame in self.expression(tree)[:1] if frame is not None]
+        return [narrow(frame) for frame in self.__wrapped__(tree)[:1] if frame is not None]
 
 
 class _ArticleOfPage:

@@ -404,8 +404,12 @@ def install() -> list[Selection]:
     """Put the replacements in trafilatura's lists; the ones installed (possibly none).
 
     Idempotent. An expression is replaced only if trafilatura's XPath still reads as
-    the one its replacement was written from (:data:`EXPECTED_SOURCES`).
+    the one its replacement was written from (:data:`EXPECTED_SOURCES`). A replacement
+    that another step wrapped since (its ``__wrapped__``, as ``functools.wraps`` sets)
+    counts as installed and stays wrapped.
     """
+    from inspect import unwrap
+
     try:
         import trafilatura.xpaths as xp
 
@@ -414,7 +418,7 @@ def install() -> list[Selection]:
         return []
     installed: list[Selection] = []
     for target, index, selection in plan:
-        current = target[index]
+        current = unwrap(target[index])
         if isinstance(current, Selection):
             installed.append(current)
             continue
