@@ -18,9 +18,7 @@ that score at least a fifth of it (and 10) are part of the article: their parent
 taken. The frame is narrowed only when all of these hold, so that a documentation page
 whose sections are all content keeps its frame:
 
-* the element's own class or id names an article and none of boilerplate (when the best
-  element's does not, as in ``cnn_strycntntlft``, its nearest ancestor that does and
-  scores at least half as much stands for it);
+* the element's own class or id names an article and none of boilerplate;
 * what the narrowing leaves out is mostly links (at least 30 % of its text: menus,
   teaser headlines, tickers), not prose;
 * the element holds at least 500 characters, 300 of them in scored paragraphs.
@@ -49,7 +47,6 @@ _LINKS = ("ref", "a")
 _MIN_PARAGRAPH = 25  # characters: shorter paragraphs are not scored
 _SIBLING_SHARE = 0.2  # of the best score, for a sibling to be part of the article
 _SIBLING_MIN = 10.0
-_ANCESTOR_SHARE = 0.5  # of the best score, for an article-named ancestor to stand for it
 _LEFT_OUT_LINKS = 0.3  # least share of link text in what narrowing leaves out
 _MIN_CHARS = 500
 _MIN_PARAGRAPH_CHARS = 300
@@ -122,17 +119,7 @@ def narrow(frame: Any) -> Any:
         floor = max(_SIBLING_MIN, _SIBLING_SHARE * scores[best])
         if any(s is not best and scores.get(s, 0.0) >= floor for s in parent):
             best = parent  # the article runs over several siblings
-    if best is not frame and not _names_article(best):
-        floor = _ANCESTOR_SHARE * scores[best]
-        best = next(
-            (
-                up
-                for up in best.iterancestors()
-                if up is frame or (_names_article(up) and scores.get(up, 0.0) >= floor)
-            ),
-            frame,
-        )
-    if best is frame:
+    if best is frame or not _names_article(best):
         return frame
     length = _length(best)
     if length < _MIN_CHARS or _paragraph_chars(best) < _MIN_PARAGRAPH_CHARS:

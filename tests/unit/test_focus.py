@@ -95,9 +95,3 @@ def test_a_page_without_frames_keeps_its_article_not_the_teasers_around_it() -> 
     text = extract(page).text
     assert text.count("The council voted") == 5
     assert "Short summary" not in text
-
-
-def test_an_unnamed_best_element_is_stood_for_by_its_article_named_ancestor() -> None:
-    article = f'<div class="story-area"><div class="c-left">{paragraphs(20)}</div></div>'
-    page = _page("", article + _teasers(12)).replace('<div class="story-text"></div>', "")
-    assert narrow(_frame(page)).get("class") == "story-area"
