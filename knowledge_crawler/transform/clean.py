@@ -123,9 +123,10 @@ _ANY_BANNER = re.compile(
 
 #: a script or style leftover: lines of their own, from the opening tag to its closing
 #: one, within one block (no blank line inside). A tag quoted in a sentence ("add
-#: <script src=...></script> to the head") is what the page says, and stays.
+#: <script src=...></script> to the head") is what the page says, and stays. A no-break
+#: space around it counts as the space it becomes (else a second pass would remove it).
 _SCRIPT_STYLE = re.compile(
-    r"^[ \t]*<(script|style|noscript)\b(?:(?!</\1\s*>|\n[ \t]*\n).)*</\1\s*>[ \t]*$",
+    r"^[ \t\u00a0]*<(script|style|noscript)\b(?:(?!</\1\s*>|\n[ \t]*\n).)*</\1\s*>[ \t\u00a0]*$",
     re.IGNORECASE | re.DOTALL | re.MULTILINE,
 )
 #: any indentation: a fence under a list item is indented as the item's text

@@ -8,7 +8,7 @@ import doctest
 import re
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from knowledge_crawler.transform import clean as clean_module
@@ -309,6 +309,7 @@ _DOCS = st.lists(_PIECES, max_size=40).map("".join)
 
 @settings(max_examples=400)
 @given(st.one_of(st.text(), _DOCS))
+@example("\xa0<SCRIPT</SCRIPT>")  # a no-break space before a leftover: removed in one pass
 def test_clean_is_idempotent(text: str) -> None:
     once = clean_text(text)
     assert clean_text(once) == once
