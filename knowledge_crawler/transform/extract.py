@@ -685,6 +685,10 @@ def extract_tree(tree: HtmlElement | None, *, url: str | None = None) -> Extract
     (read anything else from the tree first)."""
     if tree is None:
         return Extraction(None, "", "", (), 0, None)
+    # Held until the end: while its elements' Python objects live, lxml hands them out
+    # again instead of making and freeing one per element at every walk of the tree
+    # (title, prune, trafilatura's passes on the raw tree), 0.15-0.2 ms a page.
+    elements = list(tree.iter())
     title, declared = _page_facts(tree)
     blocks: list[Block] = []
     try:
@@ -700,6 +704,7 @@ def extract_tree(tree: HtmlElement | None, *, url: str | None = None) -> Extract
                 blocks = _restore_repeats(blocks, repeats)
     except Exception:  # RecursionError on absurdly deep trees, lxml errors, ...
         blocks = []
+    del elements
     return _extraction(title, declared, blocks)
 
 
