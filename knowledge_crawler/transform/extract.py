@@ -907,8 +907,10 @@ def _prune(tree: HtmlElement) -> None:
             continue
         for el in table.iterancestors():
             _drop_class_tokens(el, lambda token: "meta" in token)
-    # XPath finds them in C: a walk in Python over every element was a third of this pass
-    for box in tree.xpath("descendant-or-self::*[contains(@class, 'sidebar')]"):
+    # A walk in Python: with the elements' objects held (extract_tree), it takes two
+    # thirds of the time of the XPath ``descendant-or-self::*[contains(@class, 'sidebar')]``
+    boxes = [el for el in tree.iter(Element) if "sidebar" in (el.get("class") or "")]
+    for box in boxes:
         if _inline_box(box):
             for el in box.iter():
                 _drop_class_tokens(el, lambda token: "sidebar" in token)
