@@ -154,7 +154,7 @@ def extract_page(
     try:
         if tree is None:
             tree = parse_page(html)
-        return Extracted(extract_tree(tree, url=url), how, error)
+        return Extracted(extract_tree(tree, url=url, source=html), how, error)
     except Exception as exc:  # a parse failure: the pipeline drops the page, counted
         return Extracted(None, how, repr(exc))
 

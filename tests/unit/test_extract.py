@@ -511,6 +511,35 @@ def test_trafilatura_forum_check_is_replaced_by_an_equal_one(head: str) -> None:
     assert fast(tree) == ("DiscussionForumPosting" in head and "ld+json" in head)
 
 
+def test_a_short_page_gets_the_baseline_of_a_tree_parsed_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With the page's HTML at hand, trafilatura cleans the raw tree without a copy; its
+    baseline fallback (for a short extraction) then runs on the page parsed again, and
+    the result is the one the copy gives (extract_tree without the HTML)."""
+    import knowledge_crawler.transform.extract as ex
+
+    extract("<html><body><p>warm up</p></body></html>")
+    assert ex._STATE.get("spare_raw_tree"), "trafilatura's internals changed: see extract.py"
+    built: list[str | bytes] = []
+    original = ex._pruned
+
+    def pruned(html: str | bytes) -> object:
+        built.append(html)
+        return original(html)
+
+    monkeypatch.setattr(ex, "_pruned", pruned)
+    page = (
+        "<html><body><nav>Home</nav><div><span>The text of the page sits in a span, long"
+        " enough to be worth keeping.</span></div></body></html>"
+    )
+    assert extract(page) == ex.extract_tree(ex.parse_page(page))
+    assert built == [page]
+    long_page = f"<html><body><article>{_PARAS * 3}</article></body></html>"
+    assert extract(long_page) == ex.extract_tree(ex.parse_page(long_page))
+    assert built == [page]  # a long extraction needs no raw tree
+
+
 _PARAS = "".join(
     f"<p>Paragraph {i} of the article has enough words to count as real body text here.</p>"
     for i in range(4)
