@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["WORD_RE", "norm"]
+__all__ = ["WORD_RE", "norm", "squash"]
 
 #: A word, as the benchmark and ``word_count`` count them.
 WORD_RE = re.compile(r"\w+")
@@ -17,3 +17,9 @@ def norm(text: str | None) -> str:
     (``str.isspace``).
     """
     return " ".join(text.split()) if text else ""
+
+
+def squash(text: str) -> str:
+    """``text`` without any whitespace (element boundaries put spaces in different
+    places in two renderings of the same words)."""
+    return "".join(text.split())

@@ -45,7 +45,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from knowledge_crawler.transform import fastpaths
-from knowledge_crawler.transform._text import WORD_RE, norm
+from knowledge_crawler.transform._text import WORD_RE, norm, squash
 from knowledge_crawler.transform.clean import clean_text
 from knowledge_crawler.transform.decode import (
     decode_html,
@@ -1085,10 +1085,6 @@ _ANCHOR_CHARS = 36
 _ANCHOR_MIN = 10
 
 
-def _squash(text: str) -> str:
-    return "".join(text.split())
-
-
 def _heading_anchors(tree: HtmlElement) -> list[tuple[int, str, str]]:
     """(level, text, start of the text that follows it) of each heading of the page.
 
@@ -1174,14 +1170,14 @@ def _text_after(el: HtmlElement) -> tuple[str, bool]:
             node = node.getparent()
     except _Enough as stop:
         heading = bool(stop.args)
-    return _squash("".join(pieces))[:_ANCHOR_CHARS], heading
+    return squash("".join(pieces))[:_ANCHOR_CHARS], heading
 
 
 def _restore_headings(blocks: list[Block], anchors: list[tuple[int, str, str]]) -> list[Block]:
     """``blocks`` with each heading of ``anchors`` before the block that starts with the
     text that followed it on the page, in page order (a heading whose text was not
     extracted is left out)."""
-    starts = [_squash(_block_text(b)) for b in blocks]
+    starts = [squash(_block_text(b)) for b in blocks]
     out: list[Block] = []
     i = 0
     for level, text, after in anchors:
@@ -1230,13 +1226,13 @@ def _restore_repeats(blocks: list[Block], repeats: dict[str, list[str]]) -> list
     block already follows it. A paragraph the extraction dropped every time (a repeated
     "Share" line) stays dropped."""
     kept = {b.text for b in blocks if b.kind == "p"}
-    starts = [_squash(_block_text(b)) for b in blocks]
+    starts = [squash(_block_text(b)) for b in blocks]
     whole = "\x00".join(starts)
     before: dict[int, list[str]] = {}
     for text, afters in repeats.items():
         if text not in kept:
             continue
-        missing = len(afters) - whole.count(_squash(text))  # kept in any block, any form
+        missing = len(afters) - whole.count(squash(text))  # kept in any block, any form
         if missing <= 0:
             continue
         cursor = 0
@@ -1247,7 +1243,7 @@ def _restore_repeats(blocks: list[Block], repeats: dict[str, list[str]]) -> list
             if j is None:
                 continue
             cursor = j + 1
-            if j and starts[j - 1].endswith(_squash(text)):
+            if j and starts[j - 1].endswith(squash(text)):
                 continue  # there already (as a paragraph, or the end of an item)
             before.setdefault(j, []).append(text)
             missing -= 1

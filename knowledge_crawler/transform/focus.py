@@ -32,6 +32,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from knowledge_crawler.transform._text import norm
+
 __all__ = ["narrow"]
 
 _ARTICLE = re.compile(
@@ -53,7 +55,7 @@ _MIN_PARAGRAPH_CHARS = 300
 
 
 def _length(el: Any) -> int:
-    return len(" ".join(el.text_content().split()))
+    return len(norm(el.text_content()))
 
 
 def _link_length(el: Any) -> int:

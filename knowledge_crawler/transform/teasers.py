@@ -23,6 +23,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from knowledge_crawler.transform._text import norm, squash
+
 __all__ = ["LEAD_IN", "drop_teasers"]
 
 #: lead-ins of links to other stories, at the start of a block's text
@@ -61,22 +63,18 @@ _LINK_SHARE = 0.9  # of the text after the lead-in, for it to be "all link text"
 _LEAD_ONLY_WORDS = 6
 
 
-def _squash(text: str) -> str:
-    return "".join(text.split())
-
-
 def _link_chars(el: Any) -> int:
-    return sum(len(_squash(a.text_content())) for a in el.iter("a") if a.get("href"))
+    return sum(len(squash(a.text_content())) for a in el.iter("a") if a.get("href"))
 
 
-def _all_links(el: Any, text: str | None = None) -> bool:
-    chars = len(_squash(el.text_content() if text is None else text))
+def _all_links(el: Any) -> bool:
+    chars = len(squash(el.text_content()))
     return chars > 0 and _link_chars(el) >= _LINK_SHARE * chars
 
 
 def _lead_in(el: Any) -> tuple[str, str] | None:
     """(lead-in, rest of the text) when the block's text starts with a lead-in."""
-    text = " ".join(el.text_content().split())
+    text = norm(el.text_content())
     match = LEAD_IN.match(text)
     if match is None or not match.group().strip():
         return None
@@ -110,7 +108,7 @@ def drop_teasers(tree: Any, drop: Any) -> int:
         label, rest = lead
         if rest:
             links = _link_chars(block)
-            if links and links >= _LINK_SHARE * len(_squash(rest)):
+            if links and links >= _LINK_SHARE * len(squash(rest)):
                 found.append(block)
             continue
         if len(label.split()) > _LEAD_ONLY_WORDS or _link_chars(block):
