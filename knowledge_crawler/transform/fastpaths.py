@@ -107,8 +107,7 @@ def _search(pattern: str, flags: int = 0) -> Callable[[str], bool]:
     repeats its ids and classes (and sites share them), and a long alternation costs
     far more than a dict lookup."""
     search = re.compile(pattern, flags).search
-    seen: dict[str, bool] = {}
-    _MEMOS.append(seen)
+    seen = _MEMOS.setdefault((pattern, flags), {})  # one per expression, however often planned
 
     def test(value: str) -> bool:
         found = seen.get(value)
@@ -123,12 +122,12 @@ def _search(pattern: str, flags: int = 0) -> Callable[[str], bool]:
 
 
 _MEMO = 8192  # values remembered per expression (a few hundred kB at most)
-_MEMOS: list[dict[str, bool]] = []
+_MEMOS: dict[tuple[str, int], dict[str, bool]] = {}
 
 
 def forget() -> None:
     """Empty the remembered answers (a benchmark times each page as if it came first)."""
-    for seen in _MEMOS:
+    for seen in _MEMOS.values():
         seen.clear()
 
 
