@@ -55,6 +55,7 @@ from knowledge_crawler.transform.decode import (
 )
 from knowledge_crawler.transform.focus import narrow
 from knowledge_crawler.transform.language import declared_language, guess_language
+from knowledge_crawler.transform.menus import drop_link_bars
 from knowledge_crawler.transform.render import (
     Block,
     collect_blocks,
@@ -950,6 +951,7 @@ def _prune(tree: HtmlElement) -> None:
 
     strip_elements(tree, *_NEVER_CONTENT, with_tail=False)
     drop_teasers(tree, _drop_keeping_tail)
+    drop_link_bars(tree, _drop_keeping_tail)
     for link in [a for h in tree.iter(*_HEADINGS) for a in h.iter("a")]:
         if _is_permalink(link):
             _drop_keeping_tail(link)
@@ -1003,7 +1005,20 @@ def _prune(tree: HtmlElement) -> None:
             _drop_class_tokens(el, lambda token: "meta" in token)
     # A walk in Python: with the elements' objects held (extract_tree), it takes two
     # thirds of the time of the XPath ``descendant-or-self::*[contains(@class, 'sidebar')]``
-    boxes = [el for el in tree.iter(Element) if "sidebar" in (el.get("class") or "")]
+    # and the same walk finds reader comments named in other languages
+    boxes = []
+    comments = []
+    for el in tree.iter(Element):
+        classes = el.get("class")
+        if classes and "sidebar" in classes:
+            boxes.append(el)
+        if el.tag in _COMMENT_BOXES and (
+            (classes and _COMMENTS.match(classes)) or _COMMENTS.match(el.get("id") or "")
+        ):
+            comments.append(el)
+    for el in comments:
+        if el.getparent() is not None:
+            _drop_keeping_tail(el)
     for box in boxes:
         if _inline_box(box):
             for el in box.iter():
@@ -1013,7 +1028,46 @@ def _prune(tree: HtmlElement) -> None:
         blocks = [c for c in el if isinstance(c.tag, str) and c.tag in _BLOCK_LEVEL]
         if el.tag == "div" and not blocks:
             el.tag = "p"  # a line of text: trafilatura's main pass skips a <div> of spans
+    for caption in _set_captions(tree):
+        if caption.getparent() is not None:
+            _drop_keeping_tail(caption)
 
+
+#: the longest caption set as a paragraph (characters)
+_CAPTION_MAX = 300
+
+
+def _set_captions(tree: HtmlElement) -> list[HtmlElement]:
+    """Captions set as a paragraph of their own: a ``<p>`` wholly in italics (or small
+    print) right after a ``<p>`` that holds only an image, as editors without a figure
+    element write them."""
+    found = []
+    for img in tree.iter("img"):
+        holder = img.getparent()
+        if holder is None or holder.tag != "p" or _has_text(holder):
+            continue
+        caption = holder.getnext()
+        if caption is None or caption.tag != "p" or (caption.text or "").strip():
+            continue
+        if len(caption) != 1 or caption[0].tag not in ("em", "i", "small"):
+            continue
+        if (caption[0].tail or "").strip():
+            continue
+        if 0 < len(caption.text_content().strip()) <= _CAPTION_MAX:
+            found.append(caption)
+    return found
+
+
+def _has_text(el: HtmlElement) -> bool:
+    return any(text.strip() for text in el.itertext())
+
+
+#: reader comments named in other languages than English, as trafilatura names them in
+#: English (an id or class starting ``comment``): Spanish, Portuguese and Catalan
+#: ``comentarios``, Polish ``komentarze``, Czech, Slovak, Slovene, Croatian and Indonesian
+#: ``komentare``/``komentar``
+_COMMENTS = re.compile(r"comentari|komentar", re.IGNORECASE)
+_COMMENT_BOXES = frozenset({"div", "section", "ol", "ul", "aside"})
 
 #: elements that end a run of inline content
 _BLOCK_LEVEL = frozenset(

@@ -1,0 +1,105 @@
+"""Menus set as bars of links, captions set as paragraphs, reader comments named in
+other languages (knowledge_crawler.transform.menus and extract's pre-pass)."""
+
+from __future__ import annotations
+
+from lxml import html
+
+from knowledge_crawler.transform.extract import extract
+from knowledge_crawler.transform.menus import drop_link_bars
+
+STORY = [
+    f"<p>Paragraph {i} of the story says what happened at the harbour on Monday, "
+    "who saw it, and what the port authority will do about it next week.</p>"
+    for i in range(6)
+]
+
+
+def _texts(body: str) -> list[str]:
+    tree = html.fromstring(f"<html><body><div>{body}</div></body></html>")
+    drop_link_bars(tree, lambda el: el.drop_tree())
+    return [" ".join(p.text_content().split()) for p in tree.iter("p", "nav")]
+
+
+def test_a_bar_of_links_between_separators_goes() -> None:
+    bar = '<p><a href="/">Home</a> | <a href="/v">Video</a> | <a href="/w">World</a></p>'
+    assert _texts(bar + "<p>Text.</p>") == ["Text."]
+
+
+def test_a_bar_with_middle_dots_and_a_comment_between_links_goes() -> None:
+    bar = (
+        '<nav><a href="/t">Tools</a> · <a href="/r">RSS</a> <!-- | <a href="/x">x</a> -->'
+        ' · <a href="/p">Podcasts</a></nav>'
+    )
+    assert _texts(bar + "<p>Text.</p>") == ["Text."]
+
+
+def test_prose_naming_three_links_stays() -> None:
+    prose = '<p><a href="/a">Ann</a>, <a href="/b">Bo</a> and <a href="/c">Cy</a> won.</p>'
+    assert _texts(prose) == ["Ann, Bo and Cy won."]
+
+
+def test_two_links_or_links_without_separators_stay() -> None:
+    two = '<p><a href="/a">Previous</a> | <a href="/b">Next</a></p>'
+    spaced = '<p><a href="/a">one</a> <a href="/b">two</a> <a href="/c">three</a></p>'
+    assert _texts(two + spaced) == ["Previous | Next", "one two three"]
+
+
+def test_a_bar_with_a_label_or_a_word_between_links_stays() -> None:
+    labelled = (
+        '<p>Languages: <a href="/de">de</a> | <a href="/en">en</a> | <a href="/fr">fr</a></p>'
+    )
+    worded = '<p><a href="/a">A</a> | <a href="/b">B</a> or <a href="/c">C</a></p>'
+    assert _texts(labelled + worded) == ["Languages: de | en | fr", "A | B or C"]
+
+
+def test_extraction_drops_a_footer_menu_after_the_story() -> None:
+    page = (
+        f"<html><body><div>{''.join(STORY)}"
+        '<div><a href="/">Home</a> | <a href="/v">Video</a> | <a href="/u">U.S.</a> | '
+        '<a href="/w">World</a></div></div></body></html>'
+    )
+    text = extract(page).text
+    assert "Home" not in text and "World" not in text
+    assert all(f"Paragraph {i} of the story" in text for i in range(6))
+
+
+def test_an_italic_paragraph_after_an_image_paragraph_is_a_caption() -> None:
+    page = (
+        f"<html><body><article>{''.join(STORY[:3])}"
+        '<p style="text-align: center"><img src="/statue.jpg" alt=""></p>'
+        "<p><em>The statue on the square, 20 August. Photo: Agency</em></p>"
+        f"{''.join(STORY[3:])}<p><em>An italic paragraph that is the story's end.</em></p>"
+        "</article></body></html>"
+    )
+    text = extract(page).text
+    assert "The statue on the square" not in text
+    assert "An italic paragraph that is the story's end." in text
+    assert all(f"Paragraph {i} of the story" in text for i in range(6))
+
+
+def test_an_italic_paragraph_after_an_image_with_text_stays() -> None:
+    page = (
+        f"<html><body><article>{''.join(STORY[:3])}"
+        '<p><img src="/chart.png" alt=""> The chart shows the tonnage by month and berth.</p>'
+        "<p><em>Emphasis: the harbour master said so twice, and meant it.</em></p>"
+        f"{''.join(STORY[3:])}</article></body></html>"
+    )
+    text = extract(page).text
+    assert "Emphasis: the harbour master said so twice" in text
+
+
+def test_reader_comments_named_in_spanish_or_polish_go() -> None:
+    comments = (
+        "<p>Pepe 28.oct.2012 | 11:26 #11 Su cara lo dice todo, y la cara es el espejo del "
+        "alma; espero que la justicia actúe pronto y sin excepciones.</p>"
+    ) * 4
+    page = (
+        f"<html><body><div id='tamano'>{''.join(STORY)}</div>"
+        f"<div id='comentarios'><ol><li>{comments}</li></ol></div>"
+        f"<section class='komentarze lista'>{comments.replace('Pepe', 'Jan')}</section>"
+        "</body></html>"
+    )
+    text = extract(page).text
+    assert "Pepe" not in text and "Jan 28" not in text
+    assert all(f"Paragraph {i} of the story" in text for i in range(6))
