@@ -55,7 +55,7 @@ from knowledge_crawler.transform.decode import (
 )
 from knowledge_crawler.transform.focus import narrow
 from knowledge_crawler.transform.language import declared_language, guess_language
-from knowledge_crawler.transform.menus import drop_link_bars
+from knowledge_crawler.transform.menus import link_bar, separated
 from knowledge_crawler.transform.render import (
     Block,
     collect_blocks,
@@ -951,7 +951,6 @@ def _prune(tree: HtmlElement) -> None:
 
     strip_elements(tree, *_NEVER_CONTENT, with_tail=False)
     drop_teasers(tree, _drop_keeping_tail)
-    drop_link_bars(tree, _drop_keeping_tail)
     for link in [a for h in tree.iter(*_HEADINGS) for a in h.iter("a")]:
         if _is_permalink(link):
             _drop_keeping_tail(link)
@@ -978,15 +977,21 @@ def _prune(tree: HtmlElement) -> None:
     _loose_text_to_paragraphs(tree)
     targets: list[HtmlElement] = []
     bars: dict[HtmlElement, None] = {}  # ordered set
+    menus: dict[HtmlElement, None] = {}
     for link in tree.iter("a"):
         if link.get("href") is None:
             targets.append(link)
             continue
+        if separated(link):
+            menus[link.getparent()] = None
         rel = link.get("rel")
         if rel and _REL_NAVIGATION.intersection(rel.lower().split()):
             block = next((up for up in link.iterancestors(*_REL_NAVIGATION_BLOCKS)), None)
             if block is not None:
                 bars[block] = None
+    for menu in menus:
+        if link_bar(menu) and menu.getparent() is not None:
+            _drop_keeping_tail(menu)
     for link in targets:
         link.drop_tag()
     for post in tree.iter("blockquote"):
@@ -1010,12 +1015,16 @@ def _prune(tree: HtmlElement) -> None:
     comments = []
     for el in tree.iter(Element):
         classes = el.get("class")
-        if classes and "sidebar" in classes:
-            boxes.append(el)
-        if el.tag in _COMMENT_BOXES and (
-            (classes and _COMMENTS.match(classes)) or _COMMENTS.match(el.get("id") or "")
-        ):
-            comments.append(el)
+        if classes:
+            if "sidebar" in classes:
+                boxes.append(el)
+            if classes[0] in "cCkK" and _COMMENTS.match(classes) and el.tag in _COMMENT_BOXES:
+                comments.append(el)
+                continue
+        if el.tag in _COMMENT_BOXES:
+            ident = el.get("id")
+            if ident and ident[0] in "cCkK" and _COMMENTS.match(ident):
+                comments.append(el)
     for el in comments:
         if el.getparent() is not None:
             _drop_keeping_tail(el)

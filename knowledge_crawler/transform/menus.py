@@ -5,11 +5,13 @@ them: ``<div><a>Home</a> | <a>Video</a> | <a>World</a> ...</div>``. When no elem
 the page holds the article clearly, trafilatura recovers every paragraph of the page and
 keeps such a bar as a line of text ("Home | Video | NewsPulse | U.S. | World").
 
-:func:`drop_link_bars` removes, before extraction, a block whose children are all links
+:func:`link_bar` tells a block whose children are all links
 (three or more, each with text) and whose own text between them is only separators,
 at least one bar (``|``), middle dot or bullet between each pair of links. Prose that
 names three links ("see A, B and C") has words between them and stays; a list of links
-(``<ul>``) is left to trafilatura, which judges it by its link density.
+(``<ul>``) is left to trafilatura, which judges it by its link density. The extractor's
+pre-pass removes such a block; it looks only at the blocks of links that a separator
+follows (:func:`separated`), in the walk over the page's links it makes anyway.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["drop_link_bars"]
+__all__ = ["link_bar", "separated"]
 
-_BARS = ("p", "div", "td", "span", "center", "nav", "li", "font", "small")
+_BARS = frozenset({"p", "div", "td", "span", "center", "nav", "li", "font", "small"})
 _SEPARATOR = re.compile(r"[|·•]")
 _ONLY_SEPARATORS = re.compile("[\\s|·•\\-\u2013\u2014]*")
 _MIN_LINKS = 3
@@ -34,7 +36,10 @@ def _separators(text: str | None) -> int:
     return len(_SEPARATOR.findall(text))
 
 
-def _link_bar(block: Any) -> bool:
+def link_bar(block: Any) -> bool:
+    """Whether ``block`` is a bar of links (see the module's rules)."""
+    if block is None or block.tag not in _BARS or len(block) < _MIN_LINKS:
+        return False
     separators = _separators(block.text)
     if separators < 0:
         return False
@@ -52,21 +57,7 @@ def _link_bar(block: Any) -> bool:
     return links >= _MIN_LINKS and separators >= links - 1
 
 
-def drop_link_bars(tree: Any, drop: Any) -> int:
-    """Remove the link bars of ``tree`` with ``drop(element)``; the number removed.
-
-    A block is looked at only when it has three children or more, the first a link
-    with a separator after it."""
-    found = []
-    for block in tree.iter(*_BARS):
-        if len(block) < _MIN_LINKS:
-            continue
-        first = block[0]
-        if first.tag != "a" or not first.tail or _SEPARATOR.search(first.tail) is None:
-            continue
-        if _link_bar(block):
-            found.append(block)
-    for block in found:
-        if block.getparent() is not None:
-            drop(block)
-    return len(found)
+def separated(link: Any) -> bool:
+    """Whether a separator follows ``link``: its block may be a bar."""
+    tail = link.tail
+    return bool(tail) and _SEPARATOR.search(tail) is not None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from lxml import html
 
 from knowledge_crawler.transform.extract import extract
-from knowledge_crawler.transform.menus import drop_link_bars
+from knowledge_crawler.transform.menus import link_bar, separated
 
 STORY = [
     f"<p>Paragraph {i} of the story says what happened at the harbour on Monday, "
@@ -17,7 +17,9 @@ STORY = [
 
 def _texts(body: str) -> list[str]:
     tree = html.fromstring(f"<html><body><div>{body}</div></body></html>")
-    drop_link_bars(tree, lambda el: el.drop_tree())
+    blocks = {a.getparent(): None for a in tree.iter("a") if separated(a)}
+    for block in [b for b in blocks if link_bar(b)]:
+        block.drop_tree()
     return [" ".join(p.text_content().split()) for p in tree.iter("p", "nav")]
 
 
