@@ -68,6 +68,7 @@ from knowledge_crawler.transform.render import (
 from knowledge_crawler.transform.selector import select_elements
 from knowledge_crawler.transform.teasers import drop_teasers
 from knowledge_crawler.transform.title import page_title
+from knowledge_crawler.transform.trailers import closing_lines
 
 if TYPE_CHECKING:
     import re
@@ -872,6 +873,10 @@ def _extraction(title: str | None, declared: str | None, blocks: list[Block]) ->
     if blocks and blocks[0].kind == "h" and title and _same_text(blocks[0].text, title):
         # the headline is metadata (Extraction.title), not body text
         blocks = blocks[1:]
+    tail = list(reversed(list(_trailing_paragraphs(blocks))))
+    closing = closing_lines([b.text for b in tail])
+    if closing:
+        blocks = blocks[: len(blocks) - closing]
     markdown = render_markdown(blocks)
     text = render_text(blocks)
     headings = tuple(b.text for b in blocks if b.kind == "h")
@@ -884,6 +889,14 @@ def _extraction(title: str | None, declared: str | None, blocks: list[Block]) ->
         word_count=len(WORD_RE.findall(text)),
         language=language,
     )
+
+
+def _trailing_paragraphs(blocks: list[Block]) -> Iterable[Block]:
+    """The paragraphs that end ``blocks``, from the last one back."""
+    for block in reversed(blocks):
+        if block.kind != "p":
+            return
+        yield block
 
 
 # Never main content; trafilatura deletes these too, but only after several whole-tree

@@ -1,0 +1,52 @@
+"""Lines that close a story about its author or the site: follow, reach, subscribe (pure).
+
+News pages end the article text with a line that is not the story: "Email Tariq Malik
+at tmalik@space.com or follow him @tariqjmalik. Follow us on Twitter @Spacedotcom",
+"Have a tip? Amy Kuperinsky may be reached at ... Follow her on Twitter @AmyKup",
+"Get the latest updates right in your inbox. Subscribe to NJ.com's newsletters." They
+sit in the article's own element, as paragraphs, so the extractor keeps them; benchmark
+labels leave them out.
+
+:func:`closing_lines` counts such lines at the end of the text: a paragraph of at most
+:data:`MAX_WORDS` words that asks the reader to follow someone on a social network,
+says how to reach the author at an address, or to subscribe to a newsletter. Only the
+last paragraphs are looked at, from the end, and the count stops at the first one that
+is not such a line: the same words inside the story ("he told followers on Twitter")
+are part of it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+__all__ = ["MAX_WORDS", "closing_line", "closing_lines"]
+
+#: the longest closing line (words)
+MAX_WORDS = 60
+#: how many paragraphs from the end are looked at
+_LAST = 3
+
+_CLOSING = re.compile(
+    r"(?:^|[.!?:;,]\s+|\b(?:or|and)\s+)follow\s+(?:him|her|them|us|me)\b[^.!?]{0,40}?"
+    r"(?:twitter|facebook|instagram|linkedin|threads|bluesky|mastodon|@\w)"
+    r"|\b(?:may|can)\s+be\s+reached\s+at\s+\S+@\S+\.\w"
+    r"|\b(?:e-?mail|contact|write\s+to)\s+[\w.' -]{0,40}?\bat\s+\S+@\S+\.\w"
+    r"|(?:^|[.!?]\s+)(?:subscribe\s+to|sign\s+up\s+for)\b[^!?]{0,60}?\bnewsletters?\b",
+    re.IGNORECASE,
+)
+
+
+def closing_line(text: str) -> bool:
+    """Whether one paragraph is a closing line (see the module's rules)."""
+    return len(text.split()) <= MAX_WORDS and _CLOSING.search(text) is not None
+
+
+def closing_lines(paragraphs: Sequence[str]) -> int:
+    """How many of the last ``paragraphs`` are closing lines, counted from the end."""
+    count = 0
+    for text in reversed(paragraphs[-_LAST:]):
+        if not closing_line(text):
+            break
+        count += 1
+    return count

@@ -1,0 +1,59 @@
+"""Lines that close a story about its author or the site (knowledge_crawler.transform.trailers)."""
+
+from __future__ import annotations
+
+from knowledge_crawler.transform.extract import extract
+from knowledge_crawler.transform.trailers import closing_line, closing_lines
+
+STORY = [
+    f"Paragraph {i} of the story says what happened at the harbour on Monday, "
+    "who saw it, and what the port authority will do about it next week."
+    for i in range(6)
+]
+
+
+def test_follow_reach_and_subscribe_lines_close_a_story() -> None:
+    assert closing_line(
+        "Email Tariq Malik at tmalik@space.com or follow him @tariqjmalik. "
+        "Follow us on Twitter @Spacedotcom and on Facebook."
+    )
+    assert closing_line("Have a tip? Amy Kuperinsky may be reached at ak@example.com.")
+    assert closing_line(
+        "Get the latest updates right in your inbox. Subscribe to NJ.com's newsletters."
+    )
+    assert closing_line("Follow her on Instagram for more recipes.")
+
+
+def test_the_same_words_inside_a_story_are_not_a_closing_line() -> None:
+    assert not closing_line("He told his followers on Twitter that the vote was rigged.")
+    assert not closing_line("Investors follow the earnings closely, analysts said.")
+    assert not closing_line("She asked her fans to follow her on Instagram, and they did.")
+    assert not closing_line("The hut can be reached at the end of the trail, in two hours.")
+    assert not closing_line("She could not sign up for the course, and never wrote a newsletter.")
+    long_bio = "Follow him on Twitter. " + " ".join(["word"] * 60)
+    assert not closing_line(long_bio)
+
+
+def test_only_lines_at_the_end_are_counted_and_the_count_stops_at_the_story() -> None:
+    follow = "Follow us on Twitter @harbournews."
+    assert closing_lines([*STORY, follow]) == 1
+    assert (
+        closing_lines(
+            [*STORY, "Reach the author at a@example.org.".replace("Reach", "Email"), follow]
+        )
+        == 2
+    )
+    assert closing_lines([follow, *STORY]) == 0
+
+
+def test_extraction_drops_the_closing_lines_and_keeps_the_story() -> None:
+    paragraphs = "".join(f"<p>{p}</p>" for p in STORY)
+    page = (
+        f"<html><body><article>{paragraphs}"
+        "<p>Mike Wall's book is out now. Follow him on Twitter @michaeldwall.</p>"
+        "<p>Get the latest updates right in your inbox. Subscribe to our newsletters.</p>"
+        "</article></body></html>"
+    )
+    text = extract(page).text
+    assert "Follow him" not in text and "newsletters" not in text
+    assert all(f"Paragraph {i} of the story" in text for i in range(6))
