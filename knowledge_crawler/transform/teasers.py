@@ -11,7 +11,10 @@ like..." followed by paragraphs or a list of headline links. They are not the ar
   "You may also like", "More from ...", "À lire aussi", "Leia também", "Lesen Sie auch"
   ...) and whose remaining text is all link text;
 * a block that holds only a lead-in, with the blocks right after it that are all
-  link text (one headline link a paragraph, or a list of them).
+  link text (one headline link a paragraph, or a list of them);
+* a paragraph that is one link of three words or more in capitals, as Fox sets the
+  headline of another story between paragraphs ("CO-FOUNDER 'PROUD' OF HOME DEPOT
+  EMPLOYEES ...", "GET FOX BUSINESS ON THE GO BY CLICKING HERE").
 
 A block whose text after the lead-in is not all link text is prose ("Related research
 shows ..."), and stays. "See also" ("Veja também", "Voir aussi" ...) is not a lead-in:
@@ -61,6 +64,7 @@ _BLOCKS = ("p", "div", "li", "h2", "h3", "h4", "h5", "h6")
 _INLINE = ("strong", "b", "em", "i", "span", "a")  # what a lead-in is set in, in a block
 _LINK_SHARE = 0.9  # of the text after the lead-in, for it to be "all link text"
 _LEAD_ONLY_WORDS = 6
+_SHOUTED_WORDS = 3  # the fewest words of a headline link in capitals
 
 
 def _link_chars(el: Any) -> int:
@@ -70,6 +74,14 @@ def _link_chars(el: Any) -> int:
 def _all_links(el: Any) -> bool:
     chars = len(squash(el.text_content()))
     return chars > 0 and _link_chars(el) >= _LINK_SHARE * chars
+
+
+def _shouted_link(paragraph: Any) -> bool:
+    """A paragraph that is one link in capitals: a headline of another story."""
+    text = paragraph.text_content()
+    if len(text.split()) < _SHOUTED_WORDS or not text.isupper():
+        return False
+    return _link_chars(paragraph) >= _LINK_SHARE * len(squash(text))
 
 
 def _lead_in(el: Any) -> tuple[str, str] | None:
@@ -93,7 +105,9 @@ def drop_teasers(tree: Any, drop: Any) -> int:
     seen: set[Any] = set()
     for el in tree.iter(*_BLOCKS, *_INLINE):
         text = el.text
-        if not text:
+        if not text or text.isspace():
+            if el.tag == "p" and len(el) == 1 and _shouted_link(el):
+                found.append(el)
             continue
         text = text.lstrip()
         if not text[:12].lower().startswith(_STARTS) or LEAD_IN.match(text) is None:

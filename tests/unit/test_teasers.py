@@ -68,3 +68,26 @@ def test_extraction_keeps_the_story_around_a_teaser() -> None:
     text = extract(page).text
     assert "Possible Water Plumes" not in text and "Notre récit" not in text
     assert all(f"Paragraph {i} of the story" in text for i in range(6))
+
+
+def test_a_headline_link_in_capitals_goes() -> None:
+    texts = _texts(
+        "<p>Before.</p>"
+        '<p><strong><a href="/v/1">CO-FOUNDER PROUD OF HOME DEPOT EMPLOYEES</a></strong></p>'
+        '<p><a href="/app">GET FOX BUSINESS ON THE GO BY CLICKING HERE</a></p>'
+        "<p>After.</p>"
+    )
+    assert texts == ["Before.", "After."]
+
+
+def test_capitals_that_are_not_one_link_stay() -> None:
+    texts = _texts(
+        "<p><strong>UPDATE: THE PORT REOPENED AT NOON</strong></p>"
+        '<p><a href="/nasa">NASA</a> SAID NOTHING</p>'
+        '<p><a href="/a">Read the full report here</a></p>'
+    )
+    assert texts == [
+        "UPDATE: THE PORT REOPENED AT NOON",
+        "NASA SAID NOTHING",
+        "Read the full report here",
+    ]
