@@ -12,6 +12,8 @@ like..." followed by paragraphs or a list of headline links. They are not the ar
   ...) and whose remaining text is all link text;
 * a block that holds only a lead-in, with the blocks right after it that are all
   link text (one headline link a paragraph, or a list of them);
+* a list between two paragraphs whose every item is one link of three words or more
+  (space.com's "Moon Rush: Private Lunar Lander Plans" after a paragraph);
 * a paragraph that is one link of three words or more in capitals, as Fox sets the
   headline of another story between paragraphs ("CO-FOUNDER 'PROUD' OF HOME DEPOT
   EMPLOYEES ...", "GET FOX BUSINESS ON THE GO BY CLICKING HERE").
@@ -65,6 +67,7 @@ _INLINE = ("strong", "b", "em", "i", "span", "a")  # what a lead-in is set in, i
 _LINK_SHARE = 0.9  # of the text after the lead-in, for it to be "all link text"
 _LEAD_ONLY_WORDS = 6
 _SHOUTED_WORDS = 3  # the fewest words of a headline link in capitals
+_HEADLINE_WORDS = 3  # the fewest words of a headline link in a list
 
 
 def _link_chars(el: Any) -> int:
@@ -134,7 +137,27 @@ def drop_teasers(tree: Any, drop: Any) -> int:
             following.append(sibling)
         if following:
             found += [block, *following]
+    found += [ul for ul in tree.iter("ul") if _headline_list(ul)]
     for el in found:
         if el.getparent() is not None:
             drop(el)
     return len(found)
+
+
+def _headline_list(ul: Any) -> bool:
+    """A list between two paragraphs whose every item is one headline link."""
+    before, after = ul.getprevious(), ul.getnext()
+    if before is None or before.tag != "p" or after is None or after.tag != "p":
+        return False
+    items = [item for item in ul if isinstance(item.tag, str)]
+    if len(items) < 2:
+        return False
+    for item in items:
+        if item.tag != "li":
+            return False
+        links = [a for a in item.iter("a") if a.get("href")]
+        if len(links) != 1 or len(links[0].text_content().split()) < _HEADLINE_WORDS:
+            return False
+        if len(squash(links[0].text_content())) < _LINK_SHARE * len(squash(item.text_content())):
+            return False
+    return True

@@ -91,3 +91,31 @@ def test_capitals_that_are_not_one_link_stay() -> None:
         "NASA SAID NOTHING",
         "Read the full report here",
     ]
+
+
+def test_a_list_of_headline_links_between_paragraphs_goes() -> None:
+    texts = _texts(
+        "<p>Before.</p><ul>"
+        '<li><a href="/a">Moon Rush: Private Lunar Lander Plans</a></li>'
+        '<li><a href="/b">Here Is Where the Landers Will Land</a> </li></ul>'
+        "<p>After.</p>"
+    )
+    assert texts == ["Before.", "After."]
+
+
+def test_lists_of_short_links_or_of_prose_stay() -> None:
+    texts = _texts(
+        "<p>Before.</p><ul>"
+        '<li><a href="/os">os.path</a></li><li><a href="/sys">sys</a></li></ul>'
+        '<p>Between.</p><ul><li><a href="/a">The first report</a> found the cause.</li>'
+        '<li><a href="/b">The second report</a> did not.</li></ul><p>After.</p>'
+    )
+    assert texts == [
+        "Before.",
+        "os.path",
+        "sys",
+        "Between.",
+        "The first report found the cause.",
+        "The second report did not.",
+        "After.",
+    ]
