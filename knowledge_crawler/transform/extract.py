@@ -959,6 +959,12 @@ def _prune(tree: HtmlElement) -> None:
     * An element whose class names ``meta`` and that holds a table (Node.js
       ``api_metadata``: a version-history table) loses those class tokens: trafilatura
       deletes any ``meta`` class as a byline or date line, which never holds a table.
+    * A menu set as a bar of links with separators ("Home | Video | World") goes
+      (:mod:`~knowledge_crawler.transform.menus`).
+    * Reader comments under an id or class in another language than English
+      (``comentarios``, ``komentarze``) go, as trafilatura removes ``comment...``.
+    * A caption set as an italic paragraph after an image's paragraph, and a card set
+      inside a paragraph over a name (a photo and links), go (:func:`_image_chrome`).
     """
     from lxml.etree import Element, strip_elements
 
@@ -1050,34 +1056,72 @@ def _prune(tree: HtmlElement) -> None:
         blocks = [c for c in el if isinstance(c.tag, str) and c.tag in _BLOCK_LEVEL]
         if el.tag == "div" and not blocks:
             el.tag = "p"  # a line of text: trafilatura's main pass skips a <div> of spans
-    for caption in _set_captions(tree):
-        if caption.getparent() is not None:
-            _drop_keeping_tail(caption)
+    for el in _image_chrome(tree):
+        if el.getparent() is not None:
+            _drop_keeping_tail(el)
 
 
 #: the longest caption set as a paragraph (characters)
 _CAPTION_MAX = 300
 
 
-def _set_captions(tree: HtmlElement) -> list[HtmlElement]:
-    """Captions set as a paragraph of their own: a ``<p>`` wholly in italics (or small
-    print) right after a ``<p>`` that holds only an image, as editors without a figure
-    element write them."""
+def _image_chrome(tree: HtmlElement) -> list[HtmlElement]:
+    """What an image brings into the text that is not the text, in one walk over images:
+
+    * a caption set as a paragraph of its own: a ``<p>`` wholly in italics (or small
+      print) right after a ``<p>`` that holds only an image, as editors without a figure
+      element write them;
+    * a card set inside a paragraph's text: a ``<span>`` holding an image and two links
+      or more (The Hill shows one over each politician's name, with a photo and links to
+      stories), which a browser shows only when the name is pointed at. The card is the
+      nearest such ``<span>`` above the image; the name the text links stays.
+    """
     found = []
     for img in tree.iter("img"):
         holder = img.getparent()
-        if holder is None or holder.tag != "p" or _has_text(holder):
+        if holder is None:
             continue
-        caption = holder.getnext()
-        if caption is None or caption.tag != "p" or (caption.text or "").strip():
+        if holder.tag == "p":
+            caption = _caption_after(holder)
+            if caption is not None:
+                found.append(caption)
             continue
-        if len(caption) != 1 or caption[0].tag not in ("em", "i", "small"):
-            continue
-        if (caption[0].tail or "").strip():
-            continue
-        if 0 < len(caption.text_content().strip()) <= _CAPTION_MAX:
-            found.append(caption)
+        card = None
+        for up in img.iterancestors():
+            tag = up.tag
+            if tag == "p":
+                if card is not None:
+                    found.append(card)
+                break
+            if tag in _NOT_INLINE:
+                break
+            if card is None and tag == "span" and _links(up) >= 2:
+                card = up
     return found
+
+
+def _caption_after(holder: HtmlElement) -> HtmlElement | None:
+    """The paragraph after an image's own paragraph, if it is a caption."""
+    if _has_text(holder):
+        return None
+    caption = holder.getnext()
+    if caption is None or caption.tag != "p" or (caption.text or "").strip():
+        return None
+    if len(caption) != 1 or caption[0].tag not in ("em", "i", "small"):
+        return None
+    if (caption[0].tail or "").strip():
+        return None
+    if 0 < len(caption.text_content().strip()) <= _CAPTION_MAX:
+        return caption
+    return None
+
+
+#: what ends the search for a paragraph above an image
+_NOT_INLINE = frozenset({"div", "li", "td", "section", "article", "body", "figure", "ul"})
+
+
+def _links(el: HtmlElement) -> int:
+    return sum(1 for a in el.iter("a") if a.get("href"))
 
 
 def _has_text(el: HtmlElement) -> bool:

@@ -1,5 +1,6 @@
-"""Menus set as bars of links, captions set as paragraphs, reader comments named in
-other languages (knowledge_crawler.transform.menus and extract's pre-pass)."""
+"""Page chrome inside the text that the extractor's pre-pass removes: menus set as bars of
+links (knowledge_crawler.transform.menus), captions set as paragraphs, reader comments
+named in other languages, cards shown over a name."""
 
 from __future__ import annotations
 
@@ -105,3 +106,28 @@ def test_reader_comments_named_in_spanish_or_polish_go() -> None:
     text = extract(page).text
     assert "Pepe" not in text and "Jan 28" not in text
     assert all(f"Paragraph {i} of the story" in text for i in range(6))
+
+
+def test_a_card_inside_a_paragraph_goes_and_the_name_stays() -> None:
+    card = (
+        '<span class="rollover"><a href="/people/omar">Ilhan Omar</a><span class="block">'
+        '<span><img src="/omar.jpg" alt=""><a href="/people/omar">Ilhan Omar</a>'
+        '<a href="/s/1">Progressives oppose funding bill</a> <a href="/s/2">Omar asks court'
+        "</a></span></span></span>"
+    )
+    page = (
+        f"<html><body><article><p>A man pleaded guilty to threatening Rep. {card} in a call"
+        f" to her office.</p>{''.join(STORY)}</article></body></html>"
+    )
+    text = extract(page).text
+    assert "A man pleaded guilty to threatening Rep. Ilhan Omar in a call to her office." in text
+    assert "Progressives oppose" not in text and "Omar asks court" not in text
+
+
+def test_an_image_with_links_in_a_paragraph_but_no_card_stays() -> None:
+    page = (
+        "<html><body><article><p>The map <img src='/map.png' alt=''> shows "
+        "<a href='/a'>the north berth</a> and <a href='/b'>the south berth</a> of the port."
+        f"</p>{''.join(STORY)}</article></body></html>"
+    )
+    assert "shows the north berth and the south berth of the port." in extract(page).text
