@@ -56,6 +56,7 @@ from knowledge_crawler.transform.decode import (
 from knowledge_crawler.transform.focus import narrow
 from knowledge_crawler.transform.language import declared_language, guess_language
 from knowledge_crawler.transform.menus import link_bar, separated
+from knowledge_crawler.transform.pullquotes import pull_quotes
 from knowledge_crawler.transform.render import (
     Block,
     collect_blocks,
@@ -873,6 +874,9 @@ def _extraction(title: str | None, declared: str | None, blocks: list[Block]) ->
     if blocks and blocks[0].kind == "h" and title and _same_text(blocks[0].text, title):
         # the headline is metadata (Extraction.title), not body text
         blocks = blocks[1:]
+    quotes = pull_quotes([b.text for b in blocks], [b.kind == "quote" for b in blocks])
+    if quotes:
+        blocks = [b for i, b in enumerate(blocks) if i not in quotes]
     tail = list(reversed(list(_trailing_paragraphs(blocks))))
     closing = closing_lines([b.text for b in tail])
     if closing:
