@@ -9,7 +9,8 @@ like..." followed by paragraphs or a list of headline links. They are not the ar
 
 * a block whose text starts with a lead-in (:data:`LEAD_IN`: "Related", "Read more",
   "You may also like", "More from ...", "À lire aussi", "Leia também", "Lesen Sie auch"
-  ...) and whose remaining text is all link text;
+  ...), or with a label of up to four words in capitals and a colon ("IN TEXAS:"), and
+  whose remaining text is all link text;
 * a block that holds only a lead-in, with the blocks right after it that are all
   link text (one headline link a paragraph, or a list of them);
 * a list between two paragraphs whose every item is one link of three words or more
@@ -67,6 +68,8 @@ _INLINE = ("strong", "b", "em", "i", "span", "a")  # what a lead-in is set in, i
 _LINK_SHARE = 0.9  # of the text after the lead-in, for it to be "all link text"
 _LEAD_ONLY_WORDS = 6
 _SHOUTED_WORDS = 3  # the fewest words of a headline link in capitals
+_CAPS_LABEL_WORDS = 4  # the most words of a label in capitals before a headline link
+_CAPS_LABEL_CHARS = 30
 _HEADLINE_WORDS = 3  # the fewest words of a headline link in a list
 
 
@@ -92,8 +95,18 @@ def _lead_in(el: Any) -> tuple[str, str] | None:
     text = norm(el.text_content())
     match = LEAD_IN.match(text)
     if match is None or not match.group().strip():
-        return None
+        end = _caps_label(text)
+        return (text[:end], text[end:].lstrip()) if end else None
     return match.group(), text[match.end() :]
+
+
+def _caps_label(text: str) -> int:
+    """The length of a label in capitals that starts ``text`` ("IN TEXAS:"), colon
+    included; 0 when there is none."""
+    head, colon, _ = text[: _CAPS_LABEL_CHARS + 1].partition(":")
+    if not colon or not head.isupper() or len(head.split()) > _CAPS_LABEL_WORDS:
+        return 0
+    return len(head) + 1
 
 
 def drop_teasers(tree: Any, drop: Any) -> int:
@@ -113,7 +126,8 @@ def drop_teasers(tree: Any, drop: Any) -> int:
                 found.append(el)
             continue
         text = text.lstrip()
-        if not text[:12].lower().startswith(_STARTS) or LEAD_IN.match(text) is None:
+        lead_in = text[:12].lower().startswith(_STARTS) and LEAD_IN.match(text) is not None
+        if not lead_in and not _caps_label(text):
             continue
         block = el if el.tag in _BLOCKS else next(el.iterancestors(*_BLOCKS), None)
         if block is None or block in seen:
@@ -128,6 +142,8 @@ def drop_teasers(tree: Any, drop: Any) -> int:
             if links and links >= _LINK_SHARE * len(squash(rest)):
                 found.append(block)
             continue
+        if not lead_in:
+            continue  # a label in capitals alone may head anything
         if len(label.split()) > _LEAD_ONLY_WORDS or _link_chars(block):
             continue
         following = []

@@ -119,3 +119,20 @@ def test_lists_of_short_links_or_of_prose_stay() -> None:
         "The second report did not.",
         "After.",
     ]
+
+
+def test_a_label_in_capitals_before_a_headline_link_goes() -> None:
+    texts = _texts(
+        "<p>Before.</p>"
+        '<p><b>IN TEXAS: </b><a href="/s/1">Family of Ebola patient quarantined</a></p>'
+        "<p>After.</p>"
+    )
+    assert texts == ["Before.", "After."]
+
+
+def test_a_label_in_capitals_before_prose_or_alone_stays() -> None:
+    texts = _texts(
+        '<p><b>WASHINGTON: </b>The <a href="/c">Senate</a> voted on Tuesday.</p>'
+        '<p><b>UPDATE:</b></p><p><a href="/s/2">The port reopened</a></p>'
+    )
+    assert texts == ["WASHINGTON: The Senate voted on Tuesday.", "UPDATE:", "The port reopened"]
