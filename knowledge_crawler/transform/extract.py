@@ -871,9 +871,8 @@ def _page_facts(tree: HtmlElement) -> tuple[str | None, str | None]:
 
 
 def _extraction(title: str | None, declared: str | None, blocks: list[Block]) -> Extraction:
-    if blocks and blocks[0].kind == "h" and title and _same_text(blocks[0].text, title):
-        # the headline is metadata (Extraction.title), not body text
-        blocks = blocks[1:]
+    if title:
+        blocks = blocks[_headline_end(blocks, title) :]
     quotes = pull_quotes([b.text for b in blocks], [b.kind == "quote" for b in blocks])
     if quotes:
         blocks = [b for i, b in enumerate(blocks) if i not in quotes]
@@ -893,6 +892,25 @@ def _extraction(title: str | None, declared: str | None, blocks: list[Block]) ->
         word_count=len(WORD_RE.findall(text)),
         language=language,
     )
+
+
+#: how many short headings (a section's name, a kicker) may stand before the headline
+_BEFORE_HEADLINE = 2
+_KICKER_WORDS = 8
+
+
+def _headline_end(blocks: list[Block], title: str) -> int:
+    """Where the body starts after the headline: the headline is metadata
+    (``Extraction.title``), and so is a short heading or two above it (the section's
+    name, a kicker). 0 when no heading at the start is the title."""
+    for at, block in enumerate(blocks[: _BEFORE_HEADLINE + 1]):
+        if block.kind != "h":
+            return 0
+        if _same_text(block.text, title):
+            return at + 1
+        if len(block.text.split()) > _KICKER_WORDS:
+            return 0
+    return 0
 
 
 def _trailing_paragraphs(blocks: list[Block]) -> Iterable[Block]:

@@ -139,6 +139,29 @@ def test_text_is_plain_same_content(article: Extraction) -> None:
     assert not text.startswith("Libraries get a bigger budget")
 
 
+def _opening(head: str) -> str:
+    paragraphs = "".join(f"<p>Paragraph {i}: {LOREM}</p>" for i in range(4))
+    page = (
+        "<html><head><title>Paying loans to banks that failed</title></head><body><article>"
+        f"{head}{paragraphs}</article></body></html>"
+    )
+    return extract(page).markdown.split("Paragraph 0")[0]
+
+
+def test_a_kicker_heading_above_the_headline_goes_with_it() -> None:
+    assert _opening("<h2>Your money</h2><h1>Paying loans to banks that failed</h1>") == ""
+
+
+def test_what_is_not_a_short_heading_above_the_headline_stays() -> None:
+    kept = "<p>pg_amproc</p><h1>Paying loans to banks that failed</h1>"
+    assert "pg_amproc" in _opening(kept)
+    long_heading = "<h2>A heading of more than eight words is a part of the text</h2>"
+    assert "more than eight words" in _opening(
+        long_heading + "<h1>Paying loans to banks that failed</h1>"
+    )
+    assert "Other" in _opening("<h2>Other</h2><h2>Another</h2><h3>Third</h3>")
+
+
 def test_inline_emphasis_dropped() -> None:
     html = f"<html><body><article><p>{LOREM}<b>bold words</b> and <i>italic</i>.</p>"
     html += f"<p>{LOREM * 2}</p></article></body></html>"
