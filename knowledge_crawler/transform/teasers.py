@@ -127,7 +127,7 @@ def drop_teasers(tree: Any, drop: Any) -> int:
             continue
         text = text.lstrip()
         lead_in = text[:12].lower().startswith(_STARTS) and LEAD_IN.match(text) is not None
-        if not lead_in and not _caps_label(text):
+        if not lead_in and (text.find(":", 1, _CAPS_LABEL_CHARS + 1) < 0 or not _caps_label(text)):
             continue
         block = el if el.tag in _BLOCKS else next(el.iterancestors(*_BLOCKS), None)
         if block is None or block in seen:
