@@ -27,9 +27,12 @@ MAX_WORDS = 60
 #: how many paragraphs from the end are looked at
 _LAST = 3
 
+_NETWORKS = "twitter|facebook|instagram|linkedin|threads|bluesky|mastodon|youtube|tiktok|x"
 _CLOSING = re.compile(
     r"(?:^|[.!?:;,]\s+|\b(?:or|and)\s+)follow\s+(?:him|her|them|us|me)\b[^.!?]{0,40}?"
-    r"(?:twitter|facebook|instagram|linkedin|threads|bluesky|mastodon|@\w)"
+    rf"(?:{_NETWORKS}|@\w)"
+    r"|(?:^|[.!?:;,]\s+)follow\s+(?:[\w@.'\u2019-]+\s+){1,3}?on\s+"
+    rf"(?:{_NETWORKS})\b"
     r"|\b(?:may|can)\s+be\s+reached\s+at\s+\S+@\S+\.\w"
     r"|\b(?:e-?mail|contact|write\s+to)\s+[\w.' -]{0,40}?\bat\s+\S+@\S+\.\w"
     r"|(?:^|[.!?]\s+)(?:subscribe\s+to|sign\s+up\s+for)\b[^!?]{0,60}?\bnewsletters?\b",

@@ -22,12 +22,15 @@ def test_follow_reach_and_subscribe_lines_close_a_story() -> None:
         "Get the latest updates right in your inbox. Subscribe to NJ.com's newsletters."
     )
     assert closing_line("Follow her on Instagram for more recipes.")
+    assert closing_line("Follow Newsbeat on Instagram, Facebook, Twitter and YouTube.")
+    assert closing_line("Follow Jefferson Graham on Twitter.")
 
 
 def test_the_same_words_inside_a_story_are_not_a_closing_line() -> None:
     assert not closing_line("He told his followers on Twitter that the vote was rigged.")
     assert not closing_line("Investors follow the earnings closely, analysts said.")
     assert not closing_line("She asked her fans to follow her on Instagram, and they did.")
+    assert not closing_line("Fans who follow the band on Instagram saw the post first.")
     assert not closing_line("The hut can be reached at the end of the trail, in two hours.")
     assert not closing_line("She could not sign up for the course, and never wrote a newsletter.")
     long_bio = "Follow him on Twitter. " + " ".join(["word"] * 60)
