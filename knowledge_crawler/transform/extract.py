@@ -1092,7 +1092,8 @@ def _image_chrome(tree: HtmlElement) -> list[HtmlElement]:
 
     * a caption set as a paragraph of its own: a ``<p>`` wholly in italics (or small
       print) right after a ``<p>`` that holds only an image, as editors without a figure
-      element write them;
+      element write them; or the element right after an image or its box whose text is
+      the image's alt text (of three words or more: AppleInsider's captions);
     * a card set inside a paragraph's text: a ``<span>`` holding an image and two links
       or more (The Hill shows one over each politician's name, with a photo and links to
       stories), which a browser shows only when the name is pointed at. The card is the
@@ -1103,6 +1104,11 @@ def _image_chrome(tree: HtmlElement) -> list[HtmlElement]:
         holder = img.getparent()
         if holder is None:
             continue
+        alt = img.get("alt")
+        if alt and len(alt.split()) >= _ALT_CAPTION_WORDS:
+            caption = _alt_caption(img, norm(alt))
+            if caption is not None:
+                found.append(caption)
         if holder.tag == "p":
             caption = _caption_after(holder)
             if caption is not None:
@@ -1120,6 +1126,30 @@ def _image_chrome(tree: HtmlElement) -> list[HtmlElement]:
             if card is None and tag == "span" and _links(up) >= 2:
                 card = up
     return found
+
+
+#: the fewest words of an image's alt text that a caption repeating it is known by
+_ALT_CAPTION_WORDS = 3
+
+
+def _alt_caption(img: HtmlElement, alt: str) -> HtmlElement | None:
+    """The element just after the image (or after its box, two levels up) whose text is
+    the image's alt text: a caption."""
+    box = img
+    for _ in range(3):
+        sibling = box.getnext()
+        while sibling is not None and sibling.tag in ("br", "noscript"):
+            sibling = sibling.getnext()
+        if (
+            sibling is not None
+            and isinstance(sibling.tag, str)
+            and norm(sibling.text_content()) == alt
+        ):
+            return sibling
+        box = box.getparent()
+        if box is None:
+            return None
+    return None
 
 
 def _caption_after(holder: HtmlElement) -> HtmlElement | None:

@@ -131,3 +131,31 @@ def test_an_image_with_links_in_a_paragraph_but_no_card_stays() -> None:
         f"</p>{''.join(STORY)}</article></body></html>"
     )
     assert "shows the north berth and the south berth of the port." in extract(page).text
+
+
+def test_a_caption_that_repeats_the_alt_text_after_the_image_box_goes() -> None:
+    figure = (
+        '<div align="center"><div class="article-img"><img src="/b.jpg" alt="The slimmer '
+        'bezels of the new laptop"></div><br><span class="small">The slimmer bezels of the '
+        "new laptop</span></div>"
+    )
+    page = _story_around(figure)
+    text = extract(page).text
+    assert "slimmer bezels" not in text
+    assert all(f"Paragraph {i} of the story" in text for i in range(6))
+
+
+def test_text_after_an_image_that_is_not_its_alt_text_stays() -> None:
+    figure = (
+        '<div><img src="/b.jpg" alt="The harbour"></div>'
+        "<p>The harbour master said the port would reopen on Friday, after the storm.</p>"
+    )
+    page = _story_around(figure)
+    assert "The harbour master said the port would reopen" in extract(page).text
+
+
+def _story_around(block: str) -> str:
+    return (
+        f"<html><body><article>{''.join(STORY[:3])}{block}{''.join(STORY[3:])}"
+        "</article></body></html>"
+    )
