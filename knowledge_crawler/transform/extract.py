@@ -1130,6 +1130,8 @@ def _image_chrome(tree: HtmlElement) -> list[HtmlElement]:
 
 #: the fewest words of an image's alt text that a caption repeating it is known by
 _ALT_CAPTION_WORDS = 3
+#: a caption holds its text and a few inline elements at most
+_CAPTION_CHILDREN = 3
 
 
 def _alt_caption(img: HtmlElement, alt: str) -> HtmlElement | None:
@@ -1143,6 +1145,7 @@ def _alt_caption(img: HtmlElement, alt: str) -> HtmlElement | None:
         if (
             sibling is not None
             and isinstance(sibling.tag, str)
+            and len(sibling) <= _CAPTION_CHILDREN
             and norm(sibling.text_content()) == alt
         ):
             return sibling
