@@ -8,12 +8,7 @@ from lxml import html
 
 from knowledge_crawler.transform.extract import extract
 from knowledge_crawler.transform.menus import link_bar, separated
-
-STORY = [
-    f"<p>Paragraph {i} of the story says what happened at the harbour on Monday, "
-    "who saw it, and what the port authority will do about it next week.</p>"
-    for i in range(6)
-]
+from tests.unit.story import page_with, paragraphs, whole_story
 
 
 def _texts(body: str) -> list[str]:
@@ -57,38 +52,33 @@ def test_a_bar_with_a_label_or_a_word_between_links_stays() -> None:
 
 
 def test_extraction_drops_a_footer_menu_after_the_story() -> None:
-    page = (
-        f"<html><body><div>{''.join(STORY)}"
+    menu = (
         '<div><a href="/">Home</a> | <a href="/v">Video</a> | <a href="/u">U.S.</a> | '
-        '<a href="/w">World</a></div></div></body></html>'
+        '<a href="/w">World</a></div>'
     )
-    text = extract(page).text
+    text = extract(page_with(menu, at=6, container="div")).text
     assert "Home" not in text and "World" not in text
-    assert all(f"Paragraph {i} of the story" in text for i in range(6))
+    assert whole_story(text)
 
 
 def test_an_italic_paragraph_after_an_image_paragraph_is_a_caption() -> None:
-    page = (
-        f"<html><body><article>{''.join(STORY[:3])}"
+    figure = (
         '<p style="text-align: center"><img src="/statue.jpg" alt=""></p>'
         "<p><em>The statue on the square, 20 August. Photo: Agency</em></p>"
-        f"{''.join(STORY[3:])}<p><em>An italic paragraph that is the story's end.</em></p>"
-        "</article></body></html>"
     )
-    text = extract(page).text
+    end = "<p><em>An italic paragraph that is the story's end.</em></p>"
+    text = extract(page_with(figure).replace("</article>", f"{end}</article>")).text
     assert "The statue on the square" not in text
     assert "An italic paragraph that is the story's end." in text
-    assert all(f"Paragraph {i} of the story" in text for i in range(6))
+    assert whole_story(text)
 
 
 def test_an_italic_paragraph_after_an_image_with_text_stays() -> None:
-    page = (
-        f"<html><body><article>{''.join(STORY[:3])}"
+    figure = (
         '<p><img src="/chart.png" alt=""> The chart shows the tonnage by month and berth.</p>'
         "<p><em>Emphasis: the harbour master said so twice, and meant it.</em></p>"
-        f"{''.join(STORY[3:])}</article></body></html>"
     )
-    text = extract(page).text
+    text = extract(page_with(figure)).text
     assert "Emphasis: the harbour master said so twice" in text
 
 
@@ -98,14 +88,14 @@ def test_reader_comments_named_in_spanish_or_polish_go() -> None:
         "alma; espero que la justicia actúe pronto y sin excepciones.</p>"
     ) * 4
     page = (
-        f"<html><body><div id='tamano'>{''.join(STORY)}</div>"
+        f"<html><body><div id='tamano'>{paragraphs()}</div>"
         f"<div id='comentarios'><ol><li>{comments}</li></ol></div>"
         f"<section class='komentarze lista'>{comments.replace('Pepe', 'Jan')}</section>"
         "</body></html>"
     )
     text = extract(page).text
     assert "Pepe" not in text and "Jan 28" not in text
-    assert all(f"Paragraph {i} of the story" in text for i in range(6))
+    assert whole_story(text)
 
 
 def test_a_card_inside_a_paragraph_goes_and_the_name_stays() -> None:
@@ -115,22 +105,19 @@ def test_a_card_inside_a_paragraph_goes_and_the_name_stays() -> None:
         '<a href="/s/1">Progressives oppose funding bill</a> <a href="/s/2">Omar asks court'
         "</a></span></span></span>"
     )
-    page = (
-        f"<html><body><article><p>A man pleaded guilty to threatening Rep. {card} in a call"
-        f" to her office.</p>{''.join(STORY)}</article></body></html>"
-    )
-    text = extract(page).text
+    opening = f"<p>A man pleaded guilty to threatening Rep. {card} in a call to her office.</p>"
+    text = extract(page_with(opening, at=0)).text
     assert "A man pleaded guilty to threatening Rep. Ilhan Omar in a call to her office." in text
     assert "Progressives oppose" not in text and "Omar asks court" not in text
 
 
 def test_an_image_with_links_in_a_paragraph_but_no_card_stays() -> None:
-    page = (
-        "<html><body><article><p>The map <img src='/map.png' alt=''> shows "
-        "<a href='/a'>the north berth</a> and <a href='/b'>the south berth</a> of the port."
-        f"</p>{''.join(STORY)}</article></body></html>"
+    opening = (
+        "<p>The map <img src='/map.png' alt=''> shows <a href='/a'>the north berth</a> and "
+        "<a href='/b'>the south berth</a> of the port.</p>"
     )
-    assert "shows the north berth and the south berth of the port." in extract(page).text
+    text = extract(page_with(opening, at=0)).text
+    assert "shows the north berth and the south berth of the port." in text
 
 
 def test_a_caption_that_repeats_the_alt_text_after_the_image_box_goes() -> None:
@@ -139,10 +126,9 @@ def test_a_caption_that_repeats_the_alt_text_after_the_image_box_goes() -> None:
         'bezels of the new laptop"></div><br><span class="small">The slimmer bezels of the '
         "new laptop</span></div>"
     )
-    page = _story_around(figure)
-    text = extract(page).text
+    text = extract(page_with(figure)).text
     assert "slimmer bezels" not in text
-    assert all(f"Paragraph {i} of the story" in text for i in range(6))
+    assert whole_story(text)
 
 
 def test_text_after_an_image_that_is_not_its_alt_text_stays() -> None:
@@ -150,12 +136,4 @@ def test_text_after_an_image_that_is_not_its_alt_text_stays() -> None:
         '<div><img src="/b.jpg" alt="The harbour"></div>'
         "<p>The harbour master said the port would reopen on Friday, after the storm.</p>"
     )
-    page = _story_around(figure)
-    assert "The harbour master said the port would reopen" in extract(page).text
-
-
-def _story_around(block: str) -> str:
-    return (
-        f"<html><body><article>{''.join(STORY[:3])}{block}{''.join(STORY[3:])}"
-        "</article></body></html>"
-    )
+    assert "The harbour master said the port would reopen" in extract(page_with(figure)).text

@@ -6,12 +6,7 @@ from lxml import html
 
 from knowledge_crawler.transform.extract import extract
 from knowledge_crawler.transform.teasers import drop_teasers
-
-STORY = [
-    f"<p>Paragraph {i} of the story says what happened at the harbour on Monday, "
-    "who saw it, and what the port authority will do about it next week.</p>"
-    for i in range(6)
-]
+from tests.unit.story import page_with, whole_story
 
 
 def _texts(body: str) -> list[str]:
@@ -59,15 +54,11 @@ def test_see_also_references_of_documentation_stay() -> None:
 
 
 def test_extraction_keeps_the_story_around_a_teaser() -> None:
-    page = (
-        f"<html><body><article>{''.join(STORY[:3])}"
-        '<p><strong>Related: </strong><a href="/x">Possible Water Plumes in Images</a></p>'
-        f"{''.join(STORY[3:])}<p>À lire aussi : <a href='/y'>Notre récit du congrès</a></p>"
-        "</article></body></html>"
-    )
-    text = extract(page).text
+    related = '<p><strong>Related: </strong><a href="/x">Possible Water Plumes in Images</a></p>'
+    end = "<p>À lire aussi : <a href='/y'>Notre récit du congrès</a></p>"
+    text = extract(page_with(related).replace("</article>", f"{end}</article>")).text
     assert "Possible Water Plumes" not in text and "Notre récit" not in text
-    assert all(f"Paragraph {i} of the story" in text for i in range(6))
+    assert whole_story(text)
 
 
 def test_a_headline_link_in_capitals_goes() -> None:

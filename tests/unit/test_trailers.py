@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from knowledge_crawler.transform.extract import extract
 from knowledge_crawler.transform.trailers import closing_line, closing_lines
-
-STORY = [
-    f"Paragraph {i} of the story says what happened at the harbour on Monday, "
-    "who saw it, and what the port authority will do about it next week."
-    for i in range(6)
-]
+from tests.unit.story import STORY, page_with, whole_story
 
 
 def test_follow_reach_and_subscribe_lines_close_a_story() -> None:
@@ -40,23 +35,15 @@ def test_the_same_words_inside_a_story_are_not_a_closing_line() -> None:
 def test_only_lines_at_the_end_are_counted_and_the_count_stops_at_the_story() -> None:
     follow = "Follow us on Twitter @harbournews."
     assert closing_lines([*STORY, follow]) == 1
-    assert (
-        closing_lines(
-            [*STORY, "Reach the author at a@example.org.".replace("Reach", "Email"), follow]
-        )
-        == 2
-    )
+    assert closing_lines([*STORY, "Email the author at a@example.org.", follow]) == 2
     assert closing_lines([follow, *STORY]) == 0
 
 
 def test_extraction_drops_the_closing_lines_and_keeps_the_story() -> None:
-    paragraphs = "".join(f"<p>{p}</p>" for p in STORY)
-    page = (
-        f"<html><body><article>{paragraphs}"
+    closing = (
         "<p>Mike Wall's book is out now. Follow him on Twitter @michaeldwall.</p>"
         "<p>Get the latest updates right in your inbox. Subscribe to our newsletters.</p>"
-        "</article></body></html>"
     )
-    text = extract(page).text
+    text = extract(page_with(closing, at=6)).text
     assert "Follow him" not in text and "newsletters" not in text
-    assert all(f"Paragraph {i} of the story" in text for i in range(6))
+    assert whole_story(text)
