@@ -141,7 +141,8 @@ def test_tree_cleaning_without_passes_for_absent_tags_cleans_the_same() -> None:
     from lxml import etree
     from trafilatura.htmlprocessing import tree_cleaning
 
-    from knowledge_crawler.transform.extract import _fast_tree_cleaning, _options, _prune
+    from knowledge_crawler.transform.extract import _fast_tree_cleaning, _options
+    from knowledge_crawler.transform.prepass import prune
 
     fast = _fast_tree_cleaning()
     assert fast is not None, "trafilatura's tree_cleaning changed: see extract.py"
@@ -154,8 +155,8 @@ def test_tree_cleaning_without_passes_for_absent_tags_cleans_the_same() -> None:
             ours, theirs = parse_page(page), parse_page(page)
             assert ours is not None and theirs is not None
             if pruned:
-                _prune(ours)
-                _prune(theirs)
+                prune(ours)
+                prune(theirs)
             assert etree.tostring(fast(ours, options)) == etree.tostring(
                 tree_cleaning(theirs, options)
             )
@@ -165,14 +166,15 @@ def test_extraction_is_what_bare_extraction_gives() -> None:
     """The main content is trafilatura's, although its whole-tree copy is skipped."""
     from trafilatura.core import bare_extraction
 
-    from knowledge_crawler.transform.extract import _main_content, _options, _prune
+    from knowledge_crawler.transform.extract import _main_content, _options
+    from knowledge_crawler.transform.prepass import prune
     from knowledge_crawler.transform.render import collect_blocks, render_markdown
 
     for _, page in _pages():
         ours_tree, theirs_tree = parse_page(page), parse_page(page)
         assert ours_tree is not None and theirs_tree is not None
-        _prune(ours_tree)
-        _prune(theirs_tree)
+        prune(ours_tree)
+        prune(theirs_tree)
         ours = _main_content(ours_tree, None)
         doc = bare_extraction(theirs_tree, options=_options())
         theirs = None if doc is None else doc.body

@@ -1,0 +1,464 @@
+"""The pre-pass over a page's tree before trafilatura reads it (pure, lxml trees).
+
+:func:`prune` drops what is never main content and page chrome set inside the text, and
+keeps what trafilatura would lose (its docstring lists each rule). It changes the tree in
+place and runs once a page, before the frame cascade; everything it does is a tag walk
+(an XPath with a Python predicate would cost a callback per element).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from knowledge_crawler.transform._text import norm
+from knowledge_crawler.transform.menus import link_bar, separated
+from knowledge_crawler.transform.teasers import drop_teasers
+
+if TYPE_CHECKING:
+    from lxml.html import HtmlElement
+
+__all__ = ["HEADINGS", "NEVER_CONTENT", "prune"]
+
+
+#: never main content; trafilatura deletes these too, but only after several whole-tree
+#: XPath passes and copies, which are cheaper on a tree without them
+NEVER_CONTENT = (
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "svg",
+    "iframe",
+    "object",
+    "embed",
+    "canvas",
+    "video",
+    "audio",
+    "picture",
+    "map",
+    "link",
+    "meta",
+    "select",
+    "button",
+    "input",
+    "textarea",
+    "head",
+)
+
+
+def prune(tree: HtmlElement) -> None:
+    """Cheap pre-pass: drop subtrees that are never main content (C-speed, one walk),
+    and keep code that trafilatura would lose.
+
+    * A heading's permalink (``<a href="#id">#</a>``, ``¶``, ``§``) is not part of
+      the heading's text: it goes.
+    * A ``<figure>`` holding a ``<pre>`` is a code listing (file name, code, caption),
+      not an illustration: it becomes a ``<div>`` (trafilatura deletes figures, and
+      keeps only those that hold a table). Its caption and file-name ``<span>`` become
+      paragraphs: as loose children of a ``<div>`` trafilatura's main extractor drops them.
+    * Links to other stories marked by a lead-in ("Related: <headline>", "You may also
+      like..." and the headline links after it) go
+      (:func:`~knowledge_crawler.transform.teasers.drop_teasers`).
+    * A ``<pre>`` without ``<code>`` gets one around its content: trafilatura turns a
+      bare ``<pre>`` that does not look like code into a quotation, and inside a list
+      item collapses its lines; ``<pre><code>`` it keeps as a code block, line breaks
+      and indentation included. A language class on the ``<pre>`` moves to the code.
+    * Text after a ``<pre>`` (the rest of a paragraph the ``<pre>`` interrupted) becomes
+      a paragraph: trafilatura drops a code block's tail.
+    * Text loose in a container between its blocks (an article's first paragraph as bare
+      text after a box) becomes a paragraph (:func:`_loose_text_to_paragraphs`).
+    * An ``<a>`` without ``href`` is a link target, not a link: its tag goes, its text
+      stays. trafilatura counts it as a link with no text, and deletes a short block
+      (a DocBook note: ``<h3><a name="id1"></a>Note</h3><p>...</p>``) whose links all
+      lack text as a link block.
+    * A bar of links that all lead to the next, previous or parent page (``rel="next"``,
+      ``"prev"``, ``"up"``: texinfo's "Next: ..., Previous: ..., Up: ..." above each node)
+      goes.
+    * A ``<table>`` classed as navigation (``navigation``, ``nav...``: gtk-doc's
+      previous/up/next bar, a wiki's navbox) goes, as trafilatura deletes such a
+      ``<div>``; its rule does not look at tables.
+    * An element whose class names ``meta`` and that holds a table (Node.js
+      ``api_metadata``: a version-history table) loses those class tokens: trafilatura
+      deletes any ``meta`` class as a byline or date line, which never holds a table.
+    * A menu set as a bar of links with separators ("Home | Video | World") goes
+      (:mod:`~knowledge_crawler.transform.menus`).
+    * Reader comments under an id or class in another language than English
+      (``comentarios``, ``komentarze``) go, as trafilatura removes ``comment...``.
+    * A caption set as an italic paragraph after an image's paragraph, and a card set
+      inside a paragraph over a name (a photo and links), go (:func:`_image_chrome`).
+    """
+    from lxml.etree import Element, strip_elements
+
+    strip_elements(tree, *NEVER_CONTENT, with_tail=False)
+    drop_teasers(tree, _drop_keeping_tail)
+    for link in [a for h in tree.iter(*HEADINGS) for a in h.iter("a")]:
+        if _is_permalink(link):
+            _drop_keeping_tail(link)
+    for figure in tree.iter("figure"):
+        if figure.find(".//pre") is not None:
+            figure.tag = "div"
+            for child in figure:
+                if child.tag in ("figcaption", "span") and (child.text_content() or "").strip():
+                    child.tag = "p"
+    for pre in tree.iter("pre"):
+        if pre.find(".//code") is not None:
+            continue
+        code = Element("code")
+        language = pre.get("class") or ""
+        if "language-" in language or "lang-" in language:
+            code.set("class", language)
+        code.text, pre.text = pre.text, None
+        for child in list(pre):
+            code.append(child)  # its tail moves with it
+        pre.append(code)
+    for pre in list(tree.iter("pre")):
+        if pre.tail and pre.tail.strip():
+            _tail_to_paragraph(pre)
+    _loose_text_to_paragraphs(tree)
+    targets: list[HtmlElement] = []
+    bars: dict[HtmlElement, None] = {}  # ordered set
+    menus: dict[HtmlElement, None] = {}
+    for link in tree.iter("a"):
+        if link.get("href") is None:
+            targets.append(link)
+            continue
+        if separated(link):
+            menus[link.getparent()] = None
+        rel = link.get("rel")
+        if rel and _REL_NAVIGATION.intersection(rel.lower().split()):
+            block = next((up for up in link.iterancestors(*_REL_NAVIGATION_BLOCKS)), None)
+            if block is not None:
+                bars[block] = None
+    for menu in menus:
+        if link_bar(menu) and menu.getparent() is not None:
+            _drop_keeping_tail(menu)
+    for link in targets:
+        link.drop_tag()
+    for post in tree.iter("blockquote"):
+        if not _EMBEDDED_POST.search(post.get("class") or ""):
+            continue
+        for el in (post, *post.iterancestors()):
+            _drop_class_tokens(el, lambda token: _EMBED_TOKEN.search(token) is not None)
+    for bar in bars:
+        if _rel_navigation(bar) and bar.getparent() is not None:
+            _drop_keeping_tail(bar)
+    for table in list(tree.iter("table")):
+        if _navigation_class(table.get("class") or "") and table.getparent() is not None:
+            _drop_keeping_tail(table)
+            continue
+        for el in table.iterancestors():
+            _drop_class_tokens(el, lambda token: "meta" in token)
+    # A walk in Python: with the elements' objects held (extract_tree), it takes two
+    # thirds of the time of the XPath ``descendant-or-self::*[contains(@class, 'sidebar')]``
+    # and the same walk finds reader comments named in other languages
+    boxes = []
+    comments = []
+    for el in tree.iter(Element):
+        classes = el.get("class")
+        if classes:
+            if "sidebar" in classes:
+                boxes.append(el)
+            if classes[0] in "cCkK" and _COMMENTS.match(classes) and el.tag in _COMMENT_BOXES:
+                comments.append(el)
+                continue
+        if el.tag in _COMMENT_BOXES:
+            ident = el.get("id")
+            if ident and ident[0] in "cCkK" and _COMMENTS.match(ident):
+                comments.append(el)
+    for el in comments:
+        if el.getparent() is not None:
+            _drop_keeping_tail(el)
+    for box in boxes:
+        if _inline_box(box):
+            for el in box.iter():
+                _drop_class_tokens(el, lambda token: "sidebar" in token)
+    for el in _section_metadata(tree):
+        _drop_class_tokens(el, lambda token: "meta" in token)
+        blocks = [c for c in el if isinstance(c.tag, str) and c.tag in _BLOCK_LEVEL]
+        if el.tag == "div" and not blocks:
+            el.tag = "p"  # a line of text: trafilatura's main pass skips a <div> of spans
+    for el in _image_chrome(tree):
+        if el.getparent() is not None:
+            _drop_keeping_tail(el)
+
+
+#: the longest caption set as a paragraph (characters)
+_CAPTION_MAX = 300
+
+
+def _image_chrome(tree: HtmlElement) -> list[HtmlElement]:
+    """What an image brings into the text that is not the text, in one walk over images:
+
+    * a caption set as a paragraph of its own: a ``<p>`` wholly in italics (or small
+      print) right after a ``<p>`` that holds only an image, as editors without a figure
+      element write them; or the element right after an image or its box whose text is
+      the image's alt text (of three words or more: AppleInsider's captions);
+    * a card set inside a paragraph's text: a ``<span>`` holding an image and two links
+      or more (The Hill shows one over each politician's name, with a photo and links to
+      stories), which a browser shows only when the name is pointed at. The card is the
+      nearest such ``<span>`` above the image; the name the text links stays.
+    """
+    found = []
+    for img in tree.iter("img"):
+        holder = img.getparent()
+        if holder is None:
+            continue
+        alt = img.get("alt")
+        if alt and len(alt.split()) >= _ALT_CAPTION_WORDS:
+            caption = _alt_caption(img, norm(alt))
+            if caption is not None:
+                found.append(caption)
+        if holder.tag == "p":
+            caption = _caption_after(holder)
+            if caption is not None:
+                found.append(caption)
+            continue
+        card = None
+        for up in img.iterancestors():
+            tag = up.tag
+            if tag == "p":
+                if card is not None:
+                    found.append(card)
+                break
+            if tag in _NOT_INLINE:
+                break
+            if card is None and tag == "span" and _links(up) >= 2:
+                card = up
+    return found
+
+
+#: the fewest words of an image's alt text that a caption repeating it is known by
+_ALT_CAPTION_WORDS = 3
+#: a caption holds its text and a few inline elements at most
+_CAPTION_CHILDREN = 3
+
+
+def _alt_caption(img: HtmlElement, alt: str) -> HtmlElement | None:
+    """The element just after the image (or after its box, two levels up) whose text is
+    the image's alt text: a caption."""
+    box = img
+    for _ in range(3):
+        sibling = box.getnext()
+        while sibling is not None and sibling.tag in ("br", "noscript"):
+            sibling = sibling.getnext()
+        if (
+            sibling is not None
+            and isinstance(sibling.tag, str)
+            and len(sibling) <= _CAPTION_CHILDREN
+            and norm(sibling.text_content()) == alt
+        ):
+            return sibling
+        box = box.getparent()
+        if box is None:
+            return None
+    return None
+
+
+def _caption_after(holder: HtmlElement) -> HtmlElement | None:
+    """The paragraph after an image's own paragraph, if it is a caption."""
+    if _has_text(holder):
+        return None
+    caption = holder.getnext()
+    if caption is None or caption.tag != "p" or (caption.text or "").strip():
+        return None
+    if len(caption) != 1 or caption[0].tag not in ("em", "i", "small"):
+        return None
+    if (caption[0].tail or "").strip():
+        return None
+    if 0 < len(caption.text_content().strip()) <= _CAPTION_MAX:
+        return caption
+    return None
+
+
+#: what ends the search for a paragraph above an image
+_NOT_INLINE = frozenset({"div", "li", "td", "section", "article", "body", "figure", "ul"})
+
+
+def _links(el: HtmlElement) -> int:
+    return sum(1 for a in el.iter("a") if a.get("href"))
+
+
+def _has_text(el: HtmlElement) -> bool:
+    return any(text.strip() for text in el.itertext())
+
+
+#: reader comments named in other languages than English, as trafilatura names them in
+#: English (an id or class starting ``comment``): Spanish, Portuguese and Catalan
+#: ``comentarios``, Polish ``komentarze``, Czech, Slovak, Slovene, Croatian and Indonesian
+#: ``komentare``/``komentar``
+_COMMENTS = re.compile(r"comentari|komentar", re.IGNORECASE)
+_COMMENT_BOXES = frozenset({"div", "section", "ol", "ul", "aside"})
+
+#: elements that end a run of inline content
+_BLOCK_LEVEL = frozenset(
+    {"p", "div", "pre", "ul", "ol", "dl", "table", "blockquote", "section", "article"}
+    | {"aside", "header", "footer", "nav", "figure", "hr", "form", "main", "details"}
+    | {"h1", "h2", "h3", "h4", "h5", "h6"}
+)
+
+
+#: loose text shorter than this (characters, stripped) is a separator, not a paragraph
+_LOOSE_MIN = 25
+#: the containers whose loose text between blocks is made a paragraph
+_LOOSE_CONTAINERS = frozenset({"div", "section", "article", "main", "td"})
+
+
+def _loose_text_to_paragraphs(tree: HtmlElement) -> None:
+    """Text that sits loose in a container between its blocks (after a box the page
+    set before the first paragraph, or before the first block) becomes a paragraph,
+    with the inline elements that follow it up to the next block: trafilatura keeps
+    only paragraphs of a frame that holds blocks, so an article whose first paragraph
+    is bare text after a "related" box lost that paragraph."""
+    from lxml.etree import Element
+
+    tails = [
+        el
+        for el in tree.iter(*_BLOCK_LEVEL)
+        if el.tail
+        and len(el.tail.strip()) >= _LOOSE_MIN
+        and (parent := el.getparent()) is not None
+        and parent.tag in _LOOSE_CONTAINERS
+    ]
+    for el in tails:
+        _tail_to_paragraph(el)
+    for box in tree.iter(*_LOOSE_CONTAINERS):
+        text = box.text
+        if not text or len(text.strip()) < _LOOSE_MIN:
+            continue
+        if not any(isinstance(c.tag, str) and c.tag in _BLOCK_LEVEL for c in box):
+            continue  # a box of text alone is read as one paragraph already
+        para = Element("p")
+        para.text, box.text = text, None
+        for child in list(box):
+            if isinstance(child.tag, str) and child.tag in _BLOCK_LEVEL:
+                break
+            para.append(child)  # its tail moves with it
+        box.insert(0, para)
+
+
+def _tail_to_paragraph(el: HtmlElement) -> None:
+    """The text after a block (``<pre>`` closes an open ``<p>``, so the rest of the
+    sentence is the ``<pre>``'s tail) becomes a paragraph of its own, with the inline
+    elements that follow it up to the next block: trafilatura drops a code block's tail.
+    """
+    from lxml.etree import Element
+
+    para = Element("p")
+    para.text, el.tail = el.tail, None
+    for sibling in list(el.itersiblings()):
+        if isinstance(sibling.tag, str) and sibling.tag in _BLOCK_LEVEL:
+            break
+        para.append(sibling)  # its tail moves with it
+    el.addnext(para)
+
+
+_PERMALINK_TEXT = frozenset({"#", "¶", "§", "🔗"})
+HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+
+
+def _is_permalink(link: HtmlElement) -> bool:
+    """A link (inside a heading) to an anchor of the page whose text is only a symbol."""
+    if not (link.get("href") or "").startswith("#"):
+        return False
+    return "".join(link.itertext()).strip() in _PERMALINK_TEXT
+
+
+#: a social network's post quoted in an article, as its embed code classes a blockquote
+_EMBEDDED_POST = re.compile(r"twitter-tweet|twitter-video|instagram-media|tiktok-embed")
+#: class tokens by which trafilatura takes an embed or its wrapper for a share widget
+_EMBED_TOKEN = re.compile(r"embed|social|share|widget|tweet|twitter|instagram|tiktok", re.I)
+
+
+#: the blocks a bar of links to the next/previous/parent page is (its innermost one)
+_REL_NAVIGATION_BLOCKS = ("p", "div", "ul", "table")
+_REL_NAVIGATION = frozenset({"next", "prev", "previous", "up", "index", "contents", "start"})
+#: at most this many words outside the links ("Next:", "Previous:", "Up:")
+_REL_NAVIGATION_WORDS = 6
+
+
+def _rel_navigation(block: HtmlElement) -> bool:
+    """A bar of links to the next, previous or parent page (``rel="next"`` ...), as
+    texinfo writes above every node: every link says so, and there are two or more."""
+    links = list(block.iter("a"))
+    if len(links) < 2 or any(True for _ in block.iterdescendants(*_REL_NAVIGATION_BLOCKS)):
+        return False
+    for link in links:
+        if not _REL_NAVIGATION.intersection((link.get("rel") or "").lower().split()):
+            return False
+    words = len(block.text_content().split()) - sum(len(a.text_content().split()) for a in links)
+    return words <= _REL_NAVIGATION_WORDS
+
+
+#: a box set in the text: at least this many words, and a paragraph of at least
+#: :data:`_BOX_NEIGHBOUR_WORDS` right before or after it
+_BOX_MIN_WORDS = 10
+_BOX_NEIGHBOUR_WORDS = 8
+
+
+def _inline_box(box: HtmlElement) -> bool:
+    """A ``sidebar``-classed element that is a box in the text (DocBook's ``<sidebar>``:
+    "BACK TO BASICS", "VOCABULARY"; a docs page's example box), not the page's side
+    column: a paragraph of text is its neighbour, and it is text, not a list of links.
+    The neighbours first: a side column rarely has one, and its text is long to read."""
+    if not any(_paragraph(near) for near in (box.getprevious(), box.getnext()) if near is not None):
+        return False
+    words = len(box.text_content().split())
+    if words < _BOX_MIN_WORDS:
+        return False
+    linked = sum(len(a.text_content().split()) for a in box.iter("a") if a.get("href"))
+    return linked * 2 <= words
+
+
+def _paragraph(el: HtmlElement) -> bool:
+    if not isinstance(el.tag, str):
+        return False
+    if el.tag != "p" and "para" not in (el.get("class") or "").split():
+        return False
+    return len(el.text_content().split()) >= _BOX_NEIGHBOUR_WORDS
+
+
+def _section_metadata(tree: HtmlElement) -> list[HtmlElement]:
+    """``meta``-classed elements that open a section of the page, not the article: right
+    after a heading (``h2``-``h6``, not the page's first) that is not a link. An API
+    reference notes under each entry's heading when it was added ("Added in: v8.5.0");
+    a byline follows the headline, and a teaser's date follows a heading that links to
+    the teased page."""
+    headings = [h for h in tree.iter("h2", "h3", "h4", "h5", "h6")]
+    found = []
+    for h in headings[1:]:
+        el = h.getnext()
+        if el is None or "meta" not in (el.get("class") or ""):
+            continue
+        if any(not (a.get("href") or "#").startswith("#") for a in h.iter("a")):
+            continue
+        found.append(el)
+    return found
+
+
+def _drop_class_tokens(el: HtmlElement, drop: Callable[[str], bool]) -> None:
+    """Take the class tokens ``drop`` names off ``el`` (trafilatura's boilerplate rules
+    read them), the others stay."""
+    classes = el.get("class")
+    if classes and any(drop(token) for token in classes.split()):
+        el.set("class", " ".join(token for token in classes.split() if not drop(token)))
+
+
+def _navigation_class(classes: str) -> bool:
+    return any(
+        token.startswith("nav") or "navigation" in token for token in classes.lower().split()
+    )
+
+
+def _drop_keeping_tail(el: HtmlElement) -> None:
+    parent = el.getparent()
+    if parent is None:
+        return
+    if el.tail:
+        previous = el.getprevious()
+        if previous is None:
+            parent.text = (parent.text or "") + el.tail
+        else:
+            previous.tail = (previous.tail or "") + el.tail
+    parent.remove(el)
