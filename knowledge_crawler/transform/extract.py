@@ -67,6 +67,7 @@ from knowledge_crawler.transform.render import (
     render_text,
 )
 from knowledge_crawler.transform.selector import select_elements
+from knowledge_crawler.transform.stamps import timestamp_line
 from knowledge_crawler.transform.title import page_title
 from knowledge_crawler.transform.trailers import closing_lines
 
@@ -876,6 +877,7 @@ def _extraction(title: str | None, declared: str | None, blocks: list[Block]) ->
     quotes = pull_quotes([b.text for b in blocks], [b.kind == "quote" for b in blocks])
     if quotes:
         blocks = [b for i, b in enumerate(blocks) if i not in quotes]
+    blocks = [b for b in blocks if b.kind != "p" or not timestamp_line(b.text)]
     tail = list(reversed(list(_trailing_paragraphs(blocks))))
     closing = closing_lines([b.text for b in tail])
     if closing:

@@ -1,0 +1,49 @@
+"""Lines that only date the page: "Updated at 1:23 p.m.", "Mis à jour le 29/10/2012 à
+14h03", "2015.08.15 10:28" (pure).
+
+A news page sets its timestamp as a line of its own near the headline, and when it sits
+inside the article's element the extractor keeps it as a paragraph. Labels leave it out:
+it says when the page changed, not what the story says.
+
+:func:`timestamp_line` tells such a paragraph: at most :data:`MAX_WORDS` words, either a
+date with a time and nothing else, or a word that says the page was updated or published
+("Updated", "Published", "Posted", "Mis à jour", "Actualizado", "Aktualisiert" ...)
+followed by nothing, or by a date or a time only. A sentence that starts with such a word
+("Updated figures show ...") has other words after it, and stays; a date alone, without a
+time, may be a heading of a diary or a changelog, and stays.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["MAX_WORDS", "timestamp_line"]
+
+MAX_WORDS = 10
+
+_LABEL = (
+    r"(?:last\s+)?(?:updated|modified|published|posted|mis\s+à\s+jour|publié|actualizado"
+    r"|publicado|aktualisiert|veröffentlicht|aggiornato|pubblicato)"
+)
+_MONTH = (
+    r"jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec|janv|févr|mars|avr|mai|juin"
+    r"|juil|août|déc|ene|abr|ago|dic|mär|okt|dez|gen|mag|giu|lug|ott"
+    r"|mon|tue|wed|thu|fri|sat|sun|lun|mer|jeu|ven|sam|dim"
+)
+_DATE_WORD = (
+    rf"(?:\d{{1,4}}(?:[./:h-]\d{{1,4}}){{0,2}}(?:st|nd|rd|th)?|(?:{_MONTH})\w*\.?"
+    r"|[ap]\.?m\.?|gmt|utc|[ecmp][sd]t|on|at|le|à|el|am|um|de|del|,|\||-|—|·)[,.]?"
+)
+_STAMP = re.compile(
+    rf"{_LABEL}\s*:?(?:\s+{_DATE_WORD})*\s*"
+    r"|\d{1,4}[./-]\d{1,2}[./-]\d{1,4},?\s+\d{1,2}[:h.]\d{2}",
+    re.IGNORECASE,
+)
+
+
+def timestamp_line(text: str) -> bool:
+    """Whether a paragraph only dates the page (see the module's rules)."""
+    text = text.strip()
+    if not text or len(text.split()) > MAX_WORDS:
+        return False
+    return _STAMP.fullmatch(text) is not None

@@ -1,0 +1,46 @@
+"""Lines that only date the page (knowledge_crawler.transform.stamps)."""
+
+from __future__ import annotations
+
+import pytest
+
+from knowledge_crawler.transform.extract import extract
+from knowledge_crawler.transform.stamps import timestamp_line
+from tests.unit.story import page_with, whole_story
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Updated at 1:23 p.m.",
+        "Mis à jour le 29/10/2012 à 14h03",
+        "2015.08.15 10:28",
+        "Updated",
+        "Updated 3:27 PM EST, Mon November 6, 2023",
+        "Posted on Dec 3, 2019",
+        "Last updated: 2024-01-05",
+    ],
+)
+def test_a_line_that_only_dates_the_page(line: str) -> None:
+    assert timestamp_line(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Updated figures show a rise in prices.",
+        "Updated on Monday the council met again.",
+        "Published by Penguin in 2004",
+        "Published guessing_game v0.1.0 at registry `crates-io`",
+        "12 March 2020",  # a diary's or a changelog's heading
+        "Version 2.3 (2020-01-01)",
+    ],
+)
+def test_a_line_that_says_more_than_a_date(line: str) -> None:
+    assert not timestamp_line(line)
+
+
+def test_extraction_drops_the_timestamp_line_and_keeps_the_story() -> None:
+    text = extract(page_with("<p>Mis à jour le 29/10/2012 à 14h03</p>", at=0)).text
+    assert "Mis à jour" not in text
+    assert whole_story(text)
