@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from knowledge_crawler.transform._text import norm
-from knowledge_crawler.transform.menus import link_bar, separated
+from knowledge_crawler.transform.menus import link_bar
 from knowledge_crawler.transform.teasers import drop_teasers
 
 if TYPE_CHECKING:
@@ -124,7 +124,8 @@ def prune(tree: HtmlElement) -> None:
         if link.get("href") is None:
             targets.append(link)
             continue
-        if separated(link):
+        tail = link.tail
+        if tail and ("|" in tail or "·" in tail or "•" in tail):  # menus.separated, inline
             menus[link.getparent()] = None
         rel = link.get("rel")
         if rel and _REL_NAVIGATION.intersection(rel.lower().split()):
@@ -215,6 +216,8 @@ def _image_chrome(tree: HtmlElement) -> list[HtmlElement]:
             if caption is not None:
                 found.append(caption)
             continue
+        if holder.tag != "span":
+            continue  # a card holds its photo in a span of its own
         card = None
         for up in img.iterancestors():
             tag = up.tag

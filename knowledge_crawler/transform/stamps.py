@@ -20,6 +20,7 @@ import re
 __all__ = ["MAX_WORDS", "timestamp_line"]
 
 MAX_WORDS = 10
+_MAX_CHARS = 120  # longer is more than ten words of a date: not looked at further
 
 _LABEL = (
     r"(?:last\s+)?(?:updated|modified|published|posted|mis\s+à\s+jour|publié|actualizado"
@@ -44,6 +45,6 @@ _STAMP = re.compile(
 def timestamp_line(text: str) -> bool:
     """Whether a paragraph only dates the page (see the module's rules)."""
     text = text.strip()
-    if not text or len(text.split()) > MAX_WORDS:
+    if not text or len(text) > _MAX_CHARS or len(text.split()) > MAX_WORDS:
         return False
     return _STAMP.fullmatch(text) is not None

@@ -121,13 +121,16 @@ def drop_teasers(tree: Any, drop: Any) -> int:
     seen: set[Any] = set()
     for el in tree.iter(*_BLOCKS, *_INLINE):
         text = el.text
-        if not text or text.isspace():
-            if el.tag == "p" and len(el) == 1 and _shouted_link(el):
+        if text is None:  # a block that starts with an element: one link in capitals?
+            if len(el) == 1 and el.tag == "p" and _shouted_link(el):
                 found.append(el)
             continue
         text = text.lstrip()
-        lead_in = text[:12].lower().startswith(_STARTS) and LEAD_IN.match(text) is not None
-        if not lead_in and (text.find(":", 1, _CAPS_LABEL_CHARS + 1) < 0 or not _caps_label(text)):
+        if text[:12].lower().startswith(_STARTS) and LEAD_IN.match(text) is not None:
+            lead_in = True
+        elif text.find(":", 1, _CAPS_LABEL_CHARS + 1) > 0 and _caps_label(text):
+            lead_in = False
+        else:
             continue
         block = el if el.tag in _BLOCKS else next(el.iterancestors(*_BLOCKS), None)
         if block is None or block in seen:
