@@ -22,8 +22,9 @@ is cheap. This module orchestrates; each step lives in its own pure module:
 4. the extracted element tree is rendered by our own serializer
    (:mod:`~knowledge_crawler.transform.render`) into markdown (headings, paragraphs,
    lists, tables, code blocks; link and image URLs and inline emphasis dropped so that
-   the text is stable and token-cheap) and into plain text; a leading heading equal to
-   the title is dropped (it is ``Extraction.title``).
+   the text is stable and token-cheap) and into plain text; the headline is dropped (it
+   is ``Extraction.title``), and so are a kicker above it, pull quotes, lines that only
+   date the page and the lines that close a story (:func:`_story_blocks`).
 
 Measurements are in ``docs/extraction.md``. :func:`extract` never raises on junk HTML:
 it returns an :class:`Extraction` with empty markdown instead. ``decode_html`` and
@@ -32,7 +33,8 @@ it returns an :class:`Extraction` with empty markdown instead. ``decode_html`` a
 :func:`extract_selected` is the other way in, for a page whose main content a per-site
 spider names with a CSS or XPath selector: steps 1 and 2 as above, then the matched
 elements instead of steps 3-4, rendered by the same serializer
-(:func:`~knowledge_crawler.transform.render.html_blocks`).
+(:func:`~knowledge_crawler.transform.render.html_blocks`); of step 4's drops, only a
+leading heading that is the title applies to them.
 """
 
 from __future__ import annotations
@@ -794,7 +796,7 @@ def extract_tree(
     except Exception:  # RecursionError on absurdly deep trees, lxml errors, ...
         blocks = []
     del elements
-    return _extraction(title, declared, blocks)
+    return _extraction(title, declared, _story_blocks(blocks, title))
 
 
 def _pruned(html: str | bytes) -> HtmlElement:
@@ -837,7 +839,7 @@ def extract_selected(html: str | bytes, selector: str) -> Extraction | None:
         blocks = [b for el in elements for b in html_blocks(el, drop=NEVER_CONTENT)]
     except Exception:  # RecursionError on absurdly deep trees, lxml errors, ...
         return None
-    result = _extraction(title, declared, blocks)
+    result = _extraction(title, declared, _without_headline(blocks, title))
     return result if result.text else None
 
 
@@ -872,16 +874,6 @@ def _page_facts(tree: HtmlElement) -> tuple[str | None, str | None]:
 
 
 def _extraction(title: str | None, declared: str | None, blocks: list[Block]) -> Extraction:
-    if title:
-        blocks = blocks[_headline_end(blocks, title) :]
-    quotes = pull_quotes([b.text for b in blocks], [b.kind == "quote" for b in blocks])
-    if quotes:
-        blocks = [b for i, b in enumerate(blocks) if i not in quotes]
-    blocks = [b for b in blocks if b.kind != "p" or not timestamp_line(b.text)]
-    tail = list(reversed(list(_trailing_paragraphs(blocks))))
-    closing = closing_lines([b.text for b in tail])
-    if closing:
-        blocks = blocks[: len(blocks) - closing]
     markdown = render_markdown(blocks)
     text = render_text(blocks)
     headings = tuple(b.text for b in blocks if b.kind == "h")
@@ -915,12 +907,31 @@ def _headline_end(blocks: list[Block], title: str) -> int:
     return 0
 
 
-def _trailing_paragraphs(blocks: list[Block]) -> Iterable[Block]:
-    """The paragraphs that end ``blocks``, from the last one back."""
-    for block in reversed(blocks):
-        if block.kind != "p":
-            return
-        yield block
+def _story_blocks(blocks: list[Block], title: str | None) -> list[Block]:
+    """The automatic extraction's blocks without what is about the story rather than of
+    it: the headline and a kicker above it (:func:`_headline_end`), pull quotes
+    (:mod:`~knowledge_crawler.transform.pullquotes`), lines that only date the page
+    (:mod:`~knowledge_crawler.transform.stamps`) and the lines that close it
+    (:mod:`~knowledge_crawler.transform.trailers`). A selector's elements
+    (:func:`extract_selected`) are not guessed at: they lose only the headline."""
+    if title:
+        blocks = blocks[_headline_end(blocks, title) :]
+    quotes = pull_quotes([b.text for b in blocks], [b.kind == "quote" for b in blocks])
+    if quotes:
+        blocks = [b for i, b in enumerate(blocks) if i not in quotes]
+    blocks = [b for b in blocks if b.kind != "p" or not timestamp_line(b.text)]
+    run = len(blocks)  # where the paragraphs that end the text start
+    while run and blocks[run - 1].kind == "p":
+        run -= 1
+    closing = closing_lines([b.text for b in blocks[run:]])
+    return blocks[: len(blocks) - closing] if closing else blocks
+
+
+def _without_headline(blocks: list[Block], title: str | None) -> list[Block]:
+    """``blocks`` without a first heading that is the title (``Extraction.title``)."""
+    if blocks and blocks[0].kind == "h" and title and _same_text(blocks[0].text, title):
+        return blocks[1:]
+    return blocks
 
 
 #: how much of the text after a heading identifies where it stood (characters, without

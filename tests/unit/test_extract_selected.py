@@ -121,6 +121,36 @@ def test_a_bad_selector_raises() -> None:
         extract_selected(PAGE, "//main[")
 
 
+def test_selected_elements_are_kept_as_they_are_but_for_the_headline() -> None:
+    """The automatic extraction's guesses about a page (a kicker above the headline, pull
+    quotes, timestamp and closing lines) are not made on what a selector names."""
+    story = "".join(
+        f"<p>Paragraph {i} of the changelog, as the site wrote it.</p>" for i in range(3)
+    )
+    rest = (
+        f'{story}<blockquote><p>"Paragraph 1 of the changelog, as the site wrote it."</p>'
+        "</blockquote><p>Updated at 1:23 p.m.</p><p>Follow us on Twitter @releases.</p>"
+    )
+
+    def selected_text(head: str) -> str:
+        html = (
+            "<html><head><title>Release notes</title></head><body>"
+            f"<main>{head}{rest}</main></body></html>"
+        )
+        selected = extract_selected(html, "main")
+        assert selected is not None
+        return selected.text
+
+    text = selected_text("<h1>Release notes</h1>")
+    assert text.startswith("Paragraph 0 of the changelog")  # the headline goes
+    assert text.count("Paragraph 1 of the changelog") == 2
+    assert "Updated at 1:23 p.m." in text
+    assert text.endswith("Follow us on Twitter @releases.")
+    assert selected_text("<h2>Tools</h2><h1>Release notes</h1>").startswith(
+        "Tools\n\nRelease notes\n\nParagraph 0"
+    )
+
+
 @pytest.mark.parametrize("name", sorted(GUIDES))
 def test_guides_word_for_word_as_the_automatic_extraction_stores_them(name: str) -> None:
     html = guide_page(name)
