@@ -58,7 +58,7 @@ def link_bar(block: Any) -> bool:
 
 
 def separated(link: Any) -> bool:
-    """Whether a separator follows ``link``: its block may be a bar (the pre-pass makes
-    this test inline, in its walk over links)."""
+    """Whether a separator follows ``link``: its block may be a bar (the pre-pass asks
+    in the walk over the page's links it makes anyway)."""
     tail = link.tail
     return bool(tail) and _SEPARATOR.search(tail) is not None

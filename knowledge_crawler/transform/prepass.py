@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from knowledge_crawler.transform._text import norm
-from knowledge_crawler.transform.menus import link_bar
+from knowledge_crawler.transform.menus import link_bar, separated
 from knowledge_crawler.transform.teasers import drop_teasers
 
 if TYPE_CHECKING:
@@ -124,8 +124,7 @@ def prune(tree: HtmlElement) -> None:
         if link.get("href") is None:
             targets.append(link)
             continue
-        tail = link.tail
-        if tail and ("|" in tail or "·" in tail or "•" in tail):  # menus.separated, inline
+        if separated(link):
             menus[link.getparent()] = None
         rel = link.get("rel")
         if rel and _REL_NAVIGATION.intersection(rel.lower().split()):
