@@ -363,7 +363,7 @@ class _ArticleOfPage:
         body = tree if tree.tag == "body" else next(tree.iter("body"), None)
         if body is None:
             return []
-        found = narrow(body)
+        found = narrow(body, page=True)
         return [] if found is body else [found]
 
 

@@ -18,7 +18,10 @@ that score at least a fifth of it (and 10) are part of the article: their parent
 taken. The frame is narrowed only when all of these hold, so that a documentation page
 whose sections are all content keeps its frame:
 
-* the element's own class or id names an article and none of boilerplate;
+* the element's own class or id names an article and none of boilerplate; or, inside
+  ``<body>`` when no frame expression matched (``page``), names neither and holds the
+  page's scored paragraphs, all but 5 % of their text (CNN's 2013 story column is
+  ``cnn_strycntntlft``; the alternative there is every paragraph of the page);
 * what the narrowing leaves out is mostly links (at least 30 % of its text: menus,
   teaser headlines, tickers), not prose;
 * the element holds at least 500 characters, 300 of them in scored paragraphs.
@@ -52,6 +55,7 @@ _SIBLING_MIN = 10.0
 _LEFT_OUT_LINKS = 0.3  # least share of link text in what narrowing leaves out
 _MIN_CHARS = 500
 _MIN_PARAGRAPH_CHARS = 300
+_STRAY_PARAGRAPHS = 0.05  # of a page's scored paragraph text, outside an unnamed article
 
 
 def _length(el: Any) -> int:
@@ -73,10 +77,14 @@ def _class_weight(el: Any) -> int:
     return weight
 
 
+def _names_boilerplate(el: Any) -> bool:
+    return any(value and _BOILERPLATE.search(value) for value in (el.get("class"), el.get("id")))
+
+
 def _names_article(el: Any) -> bool:
-    return not any(
-        value and _BOILERPLATE.search(value) for value in (el.get("class"), el.get("id"))
-    ) and any(value and _ARTICLE.search(value) for value in (el.get("class"), el.get("id")))
+    return not _names_boilerplate(el) and any(
+        value and _ARTICLE.search(value) for value in (el.get("class"), el.get("id"))
+    )
 
 
 def _scores(frame: Any) -> dict[Any, float]:
@@ -109,9 +117,11 @@ def _paragraph_chars(el: Any) -> int:
     return sum(n for n in lengths if n >= _MIN_PARAGRAPH)
 
 
-def narrow(frame: Any) -> Any:
+def narrow(frame: Any, *, page: bool = False) -> Any:
     """The element inside ``frame`` that holds the article, or ``frame`` itself when
-    no element clearly does (see the module's rules)."""
+    no element clearly does (see the module's rules). ``page``: ``frame`` is the page's
+    ``<body>``, and the element need not be named an article when it holds the page's
+    scored paragraphs (all but :data:`_STRAY_PARAGRAPHS` of their text)."""
     scores = _scores(frame)
     if not scores:
         return frame
@@ -121,10 +131,17 @@ def narrow(frame: Any) -> Any:
         floor = max(_SIBLING_MIN, _SIBLING_SHARE * scores[best])
         if any(s is not best and scores.get(s, 0.0) >= floor for s in parent):
             best = parent  # the article runs over several siblings
-    if best is frame or not _names_article(best):
+    if best is frame:
         return frame
     length = _length(best)
-    if length < _MIN_CHARS or _paragraph_chars(best) < _MIN_PARAGRAPH_CHARS:
+    paragraphs = _paragraph_chars(best)
+    if length < _MIN_CHARS or paragraphs < _MIN_PARAGRAPH_CHARS:
+        return frame
+    if not _names_article(best) and not (
+        page
+        and not _names_boilerplate(best)
+        and paragraphs >= (1 - _STRAY_PARAGRAPHS) * _paragraph_chars(frame)
+    ):
         return frame
     left_out = _length(frame) - length
     if left_out <= 0:

@@ -95,3 +95,35 @@ def test_a_page_without_frames_keeps_its_article_not_the_teasers_around_it() -> 
     text = extract(page).text
     assert text.count("The council voted") == 5
     assert "Short summary" not in text
+
+
+def _unnamed_story_page(rest: str) -> str:
+    # CNN's 2013 layout: the story's column is named in abbreviations (``cnn_strycntntlft``)
+    # that say neither "story" nor "content", and no frame expression matches the page.
+    return (
+        '<html><body><div id="wrap"><div class="cnn_strycntntlft">'
+        f"{paragraphs(6)}</div>{rest}</div></body></html>"
+    )
+
+
+def test_a_page_without_frames_keeps_its_unnamed_article_when_it_holds_every_paragraph() -> (
+    None
+):
+    coverage = "".join(
+        f'<div class="box"><a href="/s/{i}">Weather headline number {i}</a>'
+        f"<div>Updated 1446 GMT, August {i}</div></div>"
+        for i in range(12)
+    )
+    text = extract(_unnamed_story_page(coverage)).text
+    assert text.count("The council voted") == 6
+    assert "Weather headline" not in text and "Updated 1446" not in text
+
+
+def test_an_unnamed_element_is_not_taken_when_paragraphs_lie_outside_it() -> None:
+    body = html.fromstring(_unnamed_story_page(_teasers(12) + paragraphs(2, 10))).find(
+        ".//body"
+    )
+    assert narrow(body, page=True) is body
+    body = html.fromstring(_unnamed_story_page(_teasers(12))).find(".//body")
+    assert narrow(body, page=True).get("class") == "cnn_strycntntlft"
+    assert narrow(body) is body  # a frame inside the page: only a named article
