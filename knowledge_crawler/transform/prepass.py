@@ -88,10 +88,13 @@ def prune(tree: HtmlElement) -> None:
       (``comentarios``, ``komentarze``) go, as trafilatura removes ``comment...``.
     * A caption set as an italic paragraph after an image's paragraph, and a card set
       inside a paragraph over a name (a photo and links), go (:func:`_image_chrome`).
+    * An ``<aside>`` that holds the page's one ``<h1>`` is the story's column: it
+      becomes a ``<div>``, which trafilatura reads (:func:`_unaside_the_title`).
     """
     from lxml.etree import Element, strip_elements
 
     strip_elements(tree, *NEVER_CONTENT, with_tail=False)
+    _unaside_the_title(tree)
     drop_teasers(tree, _drop_keeping_tail)
     for link in [a for h in tree.iter(*HEADINGS) for a in h.iter("a")]:
         if _is_permalink(link):
@@ -163,9 +166,18 @@ def prune(tree: HtmlElement) -> None:
             if classes[0] in "cCkK" and _COMMENTS.match(classes) and el.tag in _COMMENT_BOXES:
                 comments.append(el)
                 continue
+            if "recirc" in classes and next(el.iter("h1", "article"), None) is None:
+                comments.append(el)  # a "recirculation" box: headlines of other stories
+                continue
         if el.tag in _COMMENT_BOXES:
             ident = el.get("id")
-            if ident and ident[0] in "cCkK" and _COMMENTS.match(ident):
+            if ident and (
+                ident[0] in "cCkK"
+                and _COMMENTS.match(ident)
+                or "omment" in ident
+                and _COMMENT_ID.search(ident)
+                and next(el.iter("h1", "article"), None) is None
+            ):
                 comments.append(el)
     for el in comments:
         if el.getparent() is not None:
@@ -182,6 +194,17 @@ def prune(tree: HtmlElement) -> None:
     for el in _image_chrome(tree):
         if el.getparent() is not None:
             _drop_keeping_tail(el)
+
+
+def _unaside_the_title(tree: HtmlElement) -> None:
+    """An ``<aside>`` that holds the page's one ``<h1>`` holds the story, not a side
+    note: it becomes a ``<div>`` (trafilatura deletes every ``<aside>``)."""
+    titles = tree.iter("h1")
+    title = next(titles, None)
+    if title is None or next(titles, None) is not None:
+        return
+    for el in title.iterancestors("aside"):
+        el.tag = "div"
 
 
 #: the longest caption set as a paragraph (characters)
@@ -292,6 +315,9 @@ def _has_text(el: HtmlElement) -> bool:
 #: ``komentare``/``komentar``
 _COMMENTS = re.compile(r"comentari|komentar", re.IGNORECASE)
 _COMMENT_BOXES = frozenset({"div", "section", "ol", "ul", "aside"})
+#: an id naming reader comments after a prefix (``sf_comment_list``, ``articleComments``),
+#: which trafilatura's ``comment...`` does not catch
+_COMMENT_ID = re.compile(r"(?:^|[-_])comments?(?:$|[-_])|[a-z]Comments?(?:$|[-_A-Z])")
 
 #: elements that end a run of inline content
 _BLOCK_LEVEL = frozenset(

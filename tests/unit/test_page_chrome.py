@@ -140,3 +140,53 @@ def test_text_after_an_image_that_is_not_its_alt_text_stays() -> None:
         "<p>The harbour master said the port would reopen on Friday, after the storm.</p>"
     )
     assert "The harbour master said the port would reopen" in extract(page_with(figure)).text
+
+
+def test_reader_comments_under_an_id_with_a_prefix_go() -> None:
+    comment = (
+        "<div class='sf_comment'><p>Hace 28 minutos</p><p>Vaya comportamiento tan poco "
+        "ejemplar del fiscal, que defiende lo indefendible ante los ciudadanos.</p></div>"
+    )
+    page = (
+        f"<html><body><article><div class='cuerpo'>{paragraphs()}</div>"
+        "<div id='sf_comment_form_container_624c'><h2>Comentar</h2><ul><li>El contenido "
+        "de los comentarios es la opinión de los usuarios.</li></ul></div>"
+        f"<div id='sf_comment_list'>{comment * 3}</div>"
+        f"<div id='articleComments'>{comment.replace('Vaya', 'Otro')}</div>"
+        "</article></body></html>"
+    )
+    text = extract(page).text
+    assert "Vaya" not in text and "Otro" not in text and "El contenido" not in text
+    assert whole_story(text)
+
+
+def test_an_id_naming_comments_that_holds_the_headline_stays() -> None:
+    page = (
+        "<html><body><div id='page_with_comments'><h1>Harbour news</h1>"
+        f"{paragraphs()}</div></body></html>"
+    )
+    assert whole_story(extract(page).text)
+
+
+def test_a_recirculation_box_inside_the_story_goes() -> None:
+    box = (
+        "<div class='inline-article-recirc'><h2>More Must-Reads From TIME</h2><ul>"
+        "<li><span>The Struggle to Save Lives </span><a href='/1'>Inside the Hospitals</a></li>"
+        "<li><span>Want Weekly Recs? Sign Up for </span><a href='/2'>Worth Your Time</a></li>"
+        "</ul></div>"
+    )
+    text = extract(page_with(box, at=6)).text
+    assert "Must-Reads" not in text and "Struggle" not in text and "Weekly" not in text
+    assert whole_story(text)
+
+
+def test_an_aside_that_holds_the_headline_is_the_story() -> None:
+    page = (
+        "<html><body><nav><a href='/'>Startseite</a> <a href='/r'>Region</a></nav><main>"
+        "<aside class='direct-content'><section><h1>Witzel erhält den Buchpreis</h1>"
+        f"{paragraphs()}</section></aside><aside><p>Anzeige: Abo für 9,90 Euro im Monat, "
+        "jederzeit kündbar, mit allen Artikeln.</p></aside></main></body></html>"
+    )
+    text = extract(page).text
+    assert whole_story(text)
+    assert "Anzeige" not in text
