@@ -37,7 +37,7 @@ _DATE_WORD = (
 )
 _STAMP = re.compile(
     rf"{_LABEL}\s*:?(?:\s+{_DATE_WORD})*\s*"
-    r"|\d{1,4}[./-]\d{1,2}[./-]\d{1,4},?\s+\d{1,2}[:h.]\d{2}",
+    r"|\d{1,4}[./-]\d{1,2}[./-]\d{1,4},?\s+\d{1,2}[:h.]\d{2}(?:\s+(?:uhr|gmt|utc))?",
     re.IGNORECASE,
 )
 
@@ -47,4 +47,27 @@ def timestamp_line(text: str) -> bool:
     text = text.strip()
     if not text or len(text) > _MAX_CHARS or len(text.split()) > MAX_WORDS:
         return False
-    return _STAMP.fullmatch(text) is not None
+    return _STAMP.fullmatch(text) is not None or _byline_bar(text)
+
+
+def _byline_bar(text: str) -> bool:
+    """A byline set as a bar that ends with a date: "Patricio Candia | Palma de Mallorca
+    | 08/01/2014", "By Jane Doe | March 3, 2014"."""
+    parts = [part.strip() for part in _BAR.split(text)]
+    if not 2 <= len(parts) <= _BAR_PARTS or _DATE.fullmatch(parts[-1]) is None:
+        return False
+    return all(
+        part[:1].isupper() and len(part.split()) <= _BAR_WORDS and not _SENTENCE.search(part)
+        for part in parts[:-1]
+    )
+
+
+_BAR = re.compile(r"\s[|·•]\s")
+_BAR_PARTS = 4
+_BAR_WORDS = 4
+_SENTENCE = re.compile(r"[.!?:;]")
+_DATE = re.compile(
+    rf"\d{{1,4}}[./-]\d{{1,2}}[./-]\d{{1,4}}|(?:\d{{1,2}}\.?\s+)?(?:{_MONTH})\w*\.?"
+    r"(?:\s+\d{1,2}(?:st|nd|rd|th)?,?)?\s+\d{4}",
+    re.IGNORECASE,
+)

@@ -63,8 +63,9 @@ _STARTS = (
     "te ",
     "más",
 )
-_BLOCKS = ("p", "div", "li", "h2", "h3", "h4", "h5", "h6")
-_INLINE = ("strong", "b", "em", "i", "span", "a")  # what a lead-in is set in, in a block
+_BLOCKS = ("p", "div", "li", "td", "h2", "h3", "h4", "h5", "h6")
+#: what a lead-in is set in, in a block (``code``: "<code>ADD TO CART:</code> <a>...")
+_INLINE = ("strong", "b", "em", "i", "span", "a", "code")
 _LINK_SHARE = 0.9  # of the text after the lead-in, for it to be "all link text"
 _LEAD_ONLY_WORDS = 6
 _SHOUTED_WORDS = 3  # the fewest words of a headline link in capitals
@@ -133,7 +134,7 @@ def drop_teasers(tree: Any, drop: Any) -> int:
         else:
             continue
         block = el if el.tag in _BLOCKS else next(el.iterancestors(*_BLOCKS), None)
-        if block is None or block in seen:
+        if block is None or block in seen or block.tag == "td" and not _lone_cell(block):
             continue
         seen.add(block)
         lead = _lead_in(block)
@@ -161,6 +162,15 @@ def drop_teasers(tree: Any, drop: Any) -> int:
         if el.getparent() is not None:
             drop(el)
     return len(found)
+
+
+def _lone_cell(td: Any) -> bool:
+    """A table cell that is the only one of its table with text: a table used as a box
+    around one line ("ADD TO CART: <a>gift card</a>"), not a table of data."""
+    table = next(td.iterancestors("table"), None)
+    if table is None:
+        return False
+    return not any(cell is not td and squash(cell.text_content()) for cell in table.iter("td", "th"))
 
 
 def _headline_list(ul: Any) -> bool:

@@ -3,13 +3,15 @@
 News pages end the article text with a line that is not the story: "Email Tariq Malik
 at tmalik@space.com or follow him @tariqjmalik. Follow us on Twitter @Spacedotcom",
 "Have a tip? Amy Kuperinsky may be reached at ... Follow her on Twitter @AmyKup",
-"Get the latest updates right in your inbox. Subscribe to NJ.com's newsletters." They
+"Get the latest updates right in your inbox. Subscribe to NJ.com's newsletters.", "Some
+of the links on <site> are affiliate links ... we may earn a small commission". They
 sit in the article's own element, as paragraphs, so the extractor keeps them; benchmark
 labels leave them out.
 
 :func:`closing_lines` counts such lines at the end of the text: a paragraph of at most
 :data:`MAX_WORDS` words that asks the reader to follow someone on a social network,
-says how to reach the author at an address, or to subscribe to a newsletter. Only the
+says how to reach the author at an address, to subscribe to a newsletter, or that the
+page's links earn the site a commission (an affiliate disclosure). Only the
 last paragraphs are looked at, from the end, and the count stops at the first one that
 is not such a line: the same words inside the story ("he told followers on Twitter")
 are part of it.
@@ -35,7 +37,9 @@ _CLOSING = re.compile(
     rf"(?:{_NETWORKS})\b"
     r"|\b(?:may|can)\s+be\s+reached\s+at\s+\S+@\S+\.\w"
     r"|\b(?:e-?mail|contact|write\s+to)\s+[\w.' -]{0,40}?\bat\s+\S+@\S+\.\w"
-    r"|(?:^|[.!?]\s+)(?:subscribe\s+to|sign\s+up\s+for)\b[^!?]{0,60}?\bnewsletters?\b",
+    r"|(?:^|[.!?]\s+)(?:subscribe\s+to|sign\s+up\s+for)\b[^!?]{0,60}?\bnewsletters?\b"
+    r"|\b(?:contains?|includes?|are|uses?)\s+affiliate\s+links\b"
+    r"|\bwe\s+(?:may\s+)?(?:earn|receive)\s+(?:a\s+)?(?:small\s+)?commission\b",
     re.IGNORECASE,
 )
 

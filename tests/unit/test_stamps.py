@@ -19,6 +19,9 @@ from tests.unit.story import page_with, whole_story
         "Updated 3:27 PM EST, Mon November 6, 2023",
         "Posted on Dec 3, 2019",
         "Last updated: 2024-01-05",
+        "12.10.2015, 19:16 Uhr",
+        "Patricio Candia | Palma de Mallorca | 08/01/2014",
+        "By Jane Doe | March 3, 2014",
     ],
 )
 def test_a_line_that_only_dates_the_page(line: str) -> None:
@@ -34,6 +37,9 @@ def test_a_line_that_only_dates_the_page(line: str) -> None:
         "Published guessing_game v0.1.0 at registry `crates-io`",
         "12 March 2020",  # a diary's or a changelog's heading
         "Version 2.3 (2020-01-01)",
+        "Version 1.2 | 12 Jan 2020",  # a name with a number is not a byline
+        "The cat sat | on 3 March 2014",
+        "Home | News | 2014",
     ],
 )
 def test_a_line_that_says_more_than_a_date(line: str) -> None:

@@ -127,3 +127,20 @@ def test_a_label_in_capitals_before_prose_or_alone_stays() -> None:
         '<p><b>UPDATE:</b></p><p><a href="/s/2">The port reopened</a></p>'
     )
     assert texts == ["WASHINGTON: The Senate voted on Tuesday.", "UPDATE:", "The port reopened"]
+
+
+def test_a_caps_label_and_a_link_alone_in_a_table_go_but_a_table_of_data_stays() -> None:
+    box = (
+        "<figure class='wp-block-table'><table><tr><td></td></tr><tr><td><strong>"
+        "<code>ADD TO CART:</code> <a href='https://amzn.to/x'>US$25 Gift Card for NA</a>"
+        "</strong></td></tr></table></figure>"
+    )
+    data = (
+        "<table><tr><th>Package</th><th>Popcon</th></tr><tr><td>apt</td>"
+        "<td><a href='/popcon/apt'>V:37, I:118</a></td></tr><tr><td>dpkg</td>"
+        "<td><a href='/popcon/dpkg'>V:9, I:14</a></td></tr></table>"
+    )
+    text = extract(page_with(box + data)).text
+    assert "ADD TO CART" not in text and "Gift Card" not in text
+    assert "I:118" in text and "I:14" in text
+    assert whole_story(text)

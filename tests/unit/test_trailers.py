@@ -19,6 +19,8 @@ def test_follow_reach_and_subscribe_lines_close_a_story() -> None:
     assert closing_line("Follow her on Instagram for more recipes.")
     assert closing_line("Follow Newsbeat on Instagram, Facebook, Twitter and YouTube.")
     assert closing_line("Follow Jefferson Graham on Twitter.")
+    assert closing_line("Just a heads up, some of the links on ONE Esports are affiliate links.")
+    assert closing_line("If you buy through a link, we may earn a small commission.")
 
 
 def test_the_same_words_inside_a_story_are_not_a_closing_line() -> None:
@@ -28,6 +30,7 @@ def test_the_same_words_inside_a_story_are_not_a_closing_line() -> None:
     assert not closing_line("Fans who follow the band on Instagram saw the post first.")
     assert not closing_line("The hut can be reached at the end of the trail, in two hours.")
     assert not closing_line("She could not sign up for the course, and never wrote a newsletter.")
+    assert not closing_line("Regulators say affiliate marketing links must be disclosed.")
     long_bio = "Follow him on Twitter. " + " ".join(["word"] * 60)
     assert not closing_line(long_bio)
 
