@@ -896,13 +896,14 @@ _KICKER_WORDS = 8
 def _headline_end(blocks: list[Block], title: str) -> int:
     """Where the body starts after the headline: the headline is metadata
     (``Extraction.title``), and so is a short heading or two above it (the section's
-    name, a kicker). 0 when no heading at the start is the title."""
+    name, a kicker), and a block above it that the text repeats after it (a teaser copy
+    of the lead). 0 when no heading at the start is the title."""
     for at, block in enumerate(blocks[: _BEFORE_HEADLINE + 1]):
-        if block.kind != "h":
-            return 0
-        if _same_text(block.text, title):
+        if block.kind == "h" and _same_text(block.text, title):
             return at + 1
-        if len(block.text.split()) > _KICKER_WORDS:
+        if block.kind == "h" and len(block.text.split()) <= _KICKER_WORDS:
+            continue
+        if not any(later.text == block.text for later in blocks[at + 1 :]):
             return 0
     return 0
 

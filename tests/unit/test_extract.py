@@ -162,6 +162,19 @@ def test_what_is_not_a_short_heading_above_the_headline_stays() -> None:
     assert "Other" in _opening("<h2>Other</h2><h2>Another</h2><h3>Third</h3>")
 
 
+def test_a_teaser_copy_of_the_lead_above_the_headline_goes_with_it() -> None:
+    headline = "<h1>Paying loans to banks that failed</h1>"
+    paragraphs = "".join(f"<p>Paragraph {i}: {LOREM}</p>" for i in range(4))
+    page = (
+        "<html><head><title>Paying loans to banks that failed</title></head><body><article>"
+        f"<p>Paragraph 0: {LOREM}</p>{headline}{paragraphs}</article></body></html>"
+    )
+    markdown = extract(page).markdown
+    assert markdown.count("Paragraph 0") == 1 and "Paying loans" not in markdown
+    once = "<p>A line above the headline that the story does not repeat.</p>"
+    assert "does not repeat" in _opening(once + headline)
+
+
 def test_inline_emphasis_dropped() -> None:
     html = f"<html><body><article><p>{LOREM}<b>bold words</b> and <i>italic</i>.</p>"
     html += f"<p>{LOREM * 2}</p></article></body></html>"
