@@ -134,7 +134,7 @@ def drop_teasers(tree: Any, drop: Any) -> int:
         else:
             continue
         block = el if el.tag in _BLOCKS else next(el.iterancestors(*_BLOCKS), None)
-        if block is None or block in seen or block.tag == "td" and not _lone_cell(block):
+        if block is None or block in seen or (block.tag == "td" and not _lone_cell(block)):
             continue
         seen.add(block)
         lead = _lead_in(block)
@@ -170,7 +170,9 @@ def _lone_cell(td: Any) -> bool:
     table = next(td.iterancestors("table"), None)
     if table is None:
         return False
-    return not any(cell is not td and squash(cell.text_content()) for cell in table.iter("td", "th"))
+    return not any(
+        cell is not td and squash(cell.text_content()) for cell in table.iter("td", "th")
+    )
 
 
 def _headline_list(ul: Any) -> bool:
