@@ -86,8 +86,10 @@ def prune(tree: HtmlElement) -> None:
       (:mod:`~knowledge_crawler.transform.menus`).
     * Reader comments under an id or class in another language than English
       (``comentarios``, ``komentarze``) go, as trafilatura removes ``comment...``.
-    * A caption set as an italic paragraph after an image's paragraph, and a card set
-      inside a paragraph over a name (a photo and links), go (:func:`_image_chrome`).
+    * A caption set as an italic paragraph after an image's paragraph, a picture's box
+      (a ``<div>`` classed ``picBox``, ``image``, ``foto`` ...) with its caption, and a
+      card set inside a paragraph over a name (a photo and links), go
+      (:func:`_image_chrome`).
     * An ``<aside>`` that holds the page's one ``<h1>`` is the story's column: it
       becomes a ``<div>``, which trafilatura reads (:func:`_unaside_the_title`).
     """
@@ -172,11 +174,12 @@ def prune(tree: HtmlElement) -> None:
         if el.tag in _COMMENT_BOXES:
             ident = el.get("id")
             if ident and (
-                ident[0] in "cCkK"
-                and _COMMENTS.match(ident)
-                or "omment" in ident
-                and _COMMENT_ID.search(ident)
-                and next(el.iter("h1", "article"), None) is None
+                (ident[0] in "cCkK" and _COMMENTS.match(ident))
+                or (
+                    "omment" in ident
+                    and _COMMENT_ID.search(ident)
+                    and next(el.iter("h1", "article"), None) is None
+                )
             ):
                 comments.append(el)
     for el in comments:
@@ -214,6 +217,7 @@ _CAPTION_MAX = 300
 def _image_chrome(tree: HtmlElement) -> list[HtmlElement]:
     """What an image brings into the text that is not the text, in one walk over images:
 
+    * a picture's box with its caption (:func:`_picture_box`);
     * a caption set as a paragraph of its own: a ``<p>`` wholly in italics (or small
       print) right after a ``<p>`` that holds only an image, as editors without a figure
       element write them; or the element right after an image or its box whose text is
@@ -224,9 +228,16 @@ def _image_chrome(tree: HtmlElement) -> list[HtmlElement]:
       nearest such ``<span>`` above the image; the name the text links stays.
     """
     found = []
+    boxes: set[HtmlElement] = set()
     for img in tree.iter("img"):
         holder = img.getparent()
         if holder is None:
+            continue
+        box = _picture_box(img)
+        if box is not None:
+            if box not in boxes:
+                boxes.add(box)
+                found.append(box)
             continue
         alt = img.get("alt")
         if alt and len(alt.split()) >= _ALT_CAPTION_WORDS:
@@ -253,6 +264,28 @@ def _image_chrome(tree: HtmlElement) -> list[HtmlElement]:
                 card = up
     return found
 
+
+def _picture_box(img: HtmlElement) -> HtmlElement | None:
+    """The ``<div>`` an image sits in, with its caption, when its class says it is a
+    picture's box (DW's ``picBox``, ``image-container``, ``foto``): the nearest ``<div>``
+    above the image, if it holds no heading and some text, at most
+    :data:`_BOX_CAPTION_WORDS` words."""
+    box = next(img.iterancestors("div"), None)
+    if box is None:
+        return None
+    classes = box.get("class")
+    if not classes or _PICTURE_CLASS.search(classes) is None:
+        return None
+    if next(box.iter(*HEADINGS), None) is not None:
+        return None
+    words = len(box.text_content().split())
+    return box if 0 < words <= _BOX_CAPTION_WORDS else None
+
+
+#: a class naming a picture's box (not ``media``: Bootstrap's ``media-body`` is text)
+_PICTURE_CLASS = re.compile(r"pic|image|img|photo|foto|bild|caption|figure", re.IGNORECASE)
+#: the most words of a picture's box: its caption and credit
+_BOX_CAPTION_WORDS = 30
 
 #: the fewest words of an image's alt text that a caption repeating it is known by
 _ALT_CAPTION_WORDS = 3

@@ -190,3 +190,29 @@ def test_an_aside_that_holds_the_headline_is_the_story() -> None:
     text = extract(page).text
     assert whole_story(text)
     assert "Anzeige" not in text
+
+
+def test_a_picture_box_with_its_caption_goes() -> None:
+    box = (
+        "<div class='picBox medium'><a class='overlayLink' href='#'><img src='/i/1.jpg' "
+        "alt='Tahir Della (picture-alliance/dpa)'></a><p>Tahir Della helped organize "
+        "Berlin's new initiative</p></div>"
+    )
+    text = extract(page_with(box)).text
+    assert "Tahir Della" not in text
+    assert whole_story(text)
+
+
+def test_text_beside_an_image_in_a_box_of_more_than_a_caption_stays() -> None:
+    long = (
+        "<div class='csc-textpic'><img src='/i/2.jpg' alt=''><p>The harbour master "
+        "explained at length why the pier had to close, how long the repairs would take, "
+        "which boats would have to moor elsewhere, and what the port authority would pay "
+        "the fishermen who lose a season.</p></div>"
+    )
+    headed = (
+        "<div class='image-text'><img src='/i/3.jpg' alt=''><h3>Repairs</h3>"
+        "<p>They start in May.</p></div>"
+    )
+    text = extract(page_with(long + headed)).text
+    assert "The harbour master explained" in text and "They start in May." in text
