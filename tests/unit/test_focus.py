@@ -106,9 +106,7 @@ def _unnamed_story_page(rest: str) -> str:
     )
 
 
-def test_a_page_without_frames_keeps_its_unnamed_article_when_it_holds_every_paragraph() -> (
-    None
-):
+def test_a_page_without_frames_keeps_its_unnamed_article_when_it_holds_every_paragraph() -> None:
     coverage = "".join(
         f'<div class="box"><a href="/s/{i}">Weather headline number {i}</a>'
         f"<div>Updated 1446 GMT, August {i}</div></div>"
@@ -120,9 +118,7 @@ def test_a_page_without_frames_keeps_its_unnamed_article_when_it_holds_every_par
 
 
 def test_an_unnamed_element_is_not_taken_when_paragraphs_lie_outside_it() -> None:
-    body = html.fromstring(_unnamed_story_page(_teasers(12) + paragraphs(2, 10))).find(
-        ".//body"
-    )
+    body = html.fromstring(_unnamed_story_page(_teasers(12) + paragraphs(2, 10))).find(".//body")
     assert narrow(body, page=True) is body
     body = html.fromstring(_unnamed_story_page(_teasers(12))).find(".//body")
     assert narrow(body, page=True).get("class") == "cnn_strycntntlft"
