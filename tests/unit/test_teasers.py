@@ -43,6 +43,16 @@ def test_a_lead_in_line_with_a_list_of_links() -> None:
     assert texts == ["Weiter im Text."]
 
 
+def test_also_on_a_site_before_headline_links_goes_but_also_on_a_day_stays() -> None:
+    texts = _texts(
+        '<h2>Auch auf gofeminin.de</h2><p><a href="/a">Warum nehme ich nicht ab?</a><br>'
+        '<a href="/b">20 Kilo abnehmen</a></p><p>Weiter im Text.</p>'
+    )
+    assert texts == ["Weiter im Text."]
+    prose = _texts('<p>Also on Monday:</p><p><a href="/a">The mayor spoke</a></p>')
+    assert prose == ["Also on Monday:", "The mayor spoke"]
+
+
 def test_a_lead_in_alone_before_prose_stays() -> None:
     texts = _texts("<p>Read more:</p><p>The rest of the story, in words.</p>")
     assert texts == ["Read more:", "The rest of the story, in words."]
