@@ -160,6 +160,7 @@ def prune(tree: HtmlElement) -> None:
     # and the same walk finds reader comments named in other languages
     boxes = []
     comments = []
+    text_boxes: list[HtmlElement] = []
     for el in tree.iter(Element):
         classes = el.get("class")
         if classes:
@@ -171,7 +172,10 @@ def prune(tree: HtmlElement) -> None:
             if "recirc" in classes and next(el.iter("h1", "article"), None) is None:
                 comments.append(el)  # a "recirculation" box: headlines of other stories
                 continue
-        if el.tag in _COMMENT_BOXES:
+        tag = el.tag
+        if tag in _COMMENT_BOXES:
+            if tag == "div" and (text := el.text) and len(text) >= _DIV_PARAGRAPH_CHARS:
+                text_boxes.append(el)
             ident = el.get("id")
             if ident and (
                 (ident[0] in "cCkK" and _COMMENTS.match(ident))
@@ -185,6 +189,8 @@ def prune(tree: HtmlElement) -> None:
     for el in comments:
         if el.getparent() is not None:
             _drop_keeping_tail(el)
+    if text_boxes:
+        _text_boxes_to_paragraphs(tree, text_boxes)
     for box in boxes:
         if _inline_box(box):
             for el in box.iter():
@@ -197,6 +203,32 @@ def prune(tree: HtmlElement) -> None:
     for el in _image_chrome(tree):
         if el.getparent() is not None:
             _drop_keeping_tail(el)
+
+
+def _text_boxes_to_paragraphs(tree: HtmlElement, boxes: list[HtmlElement]) -> None:
+    """``<div>`` elements of text alone become paragraphs when they hold more text than
+    the page's paragraphs: the page writes its paragraphs as ``<div>`` elements (Der
+    Spiegel's ``dig-absatz``). trafilatura reads a ``<div>`` as a paragraph only in a
+    frame whose ``<p>`` elements hold little text, so a box of a few ``<p>`` lines beside
+    the story (an edition's imprint) made it drop the whole story."""
+    in_paragraphs = sum(len(p.text_content()) for p in tree.iter("p"))
+    if in_paragraphs < _DIV_MODE_CHARS:
+        return  # trafilatura reads the page's <div> elements as paragraphs itself
+    if sum(len(box.text_content()) for box in boxes) <= in_paragraphs:
+        return
+    # and every <div> of their classes, so that none of the paragraphs stays a <div>
+    classes = {box.get("class") for box in boxes} - {None}
+    more = [div for div in tree.iter("div") if div.get("class") in classes] if classes else []
+    for box in (*boxes, *more):
+        if not any(isinstance(c.tag, str) and c.tag in _BLOCK_LEVEL for c in box):
+            box.tag = "p"
+
+
+#: the least text a ``<div>`` starts with for it to be looked at as a paragraph (characters)
+_DIV_PARAGRAPH_CHARS = 80
+#: below this much text in ``<p>`` elements, trafilatura reads ``<div>`` elements as
+#: paragraphs (its ``MIN_EXTRACTED_SIZE`` 250, times 3 when not favouring precision)
+_DIV_MODE_CHARS = 750
 
 
 def _unaside_the_title(tree: HtmlElement) -> None:

@@ -8,7 +8,7 @@ from lxml import html
 
 from knowledge_crawler.transform.extract import extract
 from knowledge_crawler.transform.menus import link_bar, separated
-from tests.unit.story import page_with, paragraphs, whole_story
+from tests.unit.story import STORY, page_with, paragraphs, whole_story
 
 
 def _texts(body: str) -> list[str]:
@@ -216,3 +216,38 @@ def test_text_beside_an_image_in_a_box_of_more_than_a_caption_stays() -> None:
     )
     text = extract(page_with(long + headed)).text
     assert "The harbour master explained" in text and "They start in May." in text
+
+
+def test_a_story_written_in_divs_beside_a_box_of_paragraphs_is_kept() -> None:
+    """Der Spiegel writes each paragraph as <div class="dig-absatz">; beside it, a box of
+    <p> lines (an edition's imprint) made trafilatura read only <p> elements."""
+    story = "".join(
+        f"<div class='dig-absatz'>\n  {text} The mayor, the harbour master and two fishermen "
+        "spoke to the paper about it on Tuesday.\n</div>"
+        for text in STORY
+    )
+    short = "<div class='dig-absatz'><a href='/x'>A linked start</a> and then the rest.</div>"
+    imprint = "".join(
+        f"<p>Line {i} of the edition box: read the new issue before it is printed, on any "
+        "device, offline too, with the whole archive since 1947.</p>"
+        for i in range(6)
+    )
+    page = (
+        "<html><body><div id='content-main' class='grid-article'><div class='column-wide'>"
+        f"<div class='dig-text'>{story}{short}</div></div>"
+        f"<div class='column-small asset-box'>{imprint}</div></div></body></html>"
+    )
+    text = extract(page).text
+    assert whole_story(text)
+    assert "A linked start and then the rest." in text
+
+
+def test_short_divs_beside_a_story_in_paragraphs_stay_divs() -> None:
+    # as trafilatura reads them in a frame of paragraphs: not at all
+    note = (
+        "<div class='note'>Share this story with your friends and family by email, or on "
+        "any of the social networks you use every day</div>"
+    )
+    text = extract(page_with(note, at=6)).text
+    assert whole_story(text)
+    assert "Share this story" not in text
