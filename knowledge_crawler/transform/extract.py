@@ -69,7 +69,7 @@ from knowledge_crawler.transform.render import (
     render_text,
 )
 from knowledge_crawler.transform.selector import select_elements
-from knowledge_crawler.transform.stamps import timestamp_line
+from knowledge_crawler.transform.stamps import dated_line, timestamp_line
 from knowledge_crawler.transform.title import page_title
 from knowledge_crawler.transform.trailers import closing_lines
 
@@ -896,12 +896,15 @@ _KICKER_WORDS = 8
 def _headline_end(blocks: list[Block], title: str) -> int:
     """Where the body starts after the headline: the headline is metadata
     (``Extraction.title``), and so is a short heading or two above it (the section's
-    name, a kicker), and a block above it that the text repeats after it (a teaser copy
-    of the lead). 0 when no heading at the start is the title."""
+    name, a kicker), a short line with a date above it (a dateline), and a block above it
+    that the text repeats after it (a teaser copy of the lead). 0 when no heading at the
+    start is the title."""
     for at, block in enumerate(blocks[: _BEFORE_HEADLINE + 1]):
         if block.kind == "h" and _same_text(block.text, title):
             return at + 1
         if block.kind == "h" and len(block.text.split()) <= _KICKER_WORDS:
+            continue
+        if block.kind == "p" and dated_line(block.text):
             continue
         if not any(later.text == block.text for later in blocks[at + 1 :]):
             return 0

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_WORDS", "timestamp_line"]
+__all__ = ["MAX_WORDS", "dated_line", "timestamp_line"]
 
 MAX_WORDS = 10
 _MAX_CHARS = 120  # longer is more than ten words of a date: not looked at further
@@ -48,6 +48,16 @@ def timestamp_line(text: str) -> bool:
     if not text or len(text) > _MAX_CHARS or len(text.split()) > MAX_WORDS:
         return False
     return _STAMP.fullmatch(text) is not None or _byline_bar(text)
+
+
+def dated_line(text: str) -> bool:
+    """A short line that holds a date ("October 22, 2019 report", "12.03.2019 | Politik"):
+    above a story's headline it is the page's dateline, not the story."""
+    text = text.strip()
+    return len(text.split()) <= _DATED_WORDS and _DATE.search(text) is not None
+
+
+_DATED_WORDS = 6
 
 
 def _byline_bar(text: str) -> bool:

@@ -11,7 +11,9 @@ labels leave them out.
 :func:`closing_lines` counts such lines at the end of the text: a paragraph of at most
 :data:`MAX_WORDS` words that asks the reader to follow someone on a social network,
 says how to reach the author at an address, to subscribe to a newsletter, or that the
-page's links earn the site a commission (an affiliate disclosure). Only the
+page's links earn the site a commission (an affiliate disclosure); or that cites the
+page or the paper it reports on ("Citation: ... retrieved ... from <address>", "More
+information: ...", a reference with a DOI), or claims its copyright. Only the
 last paragraphs are looked at, from the end, and the count stops at the first one that
 is not such a line: the same words inside the story ("he told followers on Twitter")
 are part of it.
@@ -27,7 +29,7 @@ __all__ = ["MAX_WORDS", "closing_line", "closing_lines"]
 #: the longest closing line (words)
 MAX_WORDS = 60
 #: how many paragraphs from the end are looked at
-_LAST = 3
+_LAST = 5
 
 _NETWORKS = "twitter|facebook|instagram|linkedin|threads|bluesky|mastodon|youtube|tiktok|x"
 _CLOSING = re.compile(
@@ -39,14 +41,23 @@ _CLOSING = re.compile(
     r"|\b(?:e-?mail|contact|write\s+to)\s+[\w.' -]{0,40}?\bat\s+\S+@\S+\.\w"
     r"|(?:^|[.!?]\s+)(?:subscribe\s+to|sign\s+up\s+for)\b[^!?]{0,60}?\bnewsletters?\b"
     r"|\b(?:contains?|includes?|are|uses?)\s+affiliate\s+links\b"
-    r"|\bwe\s+(?:may\s+)?(?:earn|receive)\s+(?:a\s+)?(?:small\s+)?commission\b",
+    r"|\bwe\s+(?:may\s+)?(?:earn|receive)\s+(?:a\s+)?(?:small\s+)?commission\b"
+    r"|^citation:.{0,300}\bretrieved\b"
+    r"|^more\s+information\s*:"
+    r"|\bdoi:\s*10\.\d{4,}/",
     re.IGNORECASE,
 )
+#: a copyright line ("© 2019 Science X Network", "Copyright 2014 The Associated Press")
+_COPYRIGHT = re.compile(r"(?:©|\(c\)\s|copyright\s+(?:©|\(c\)|\d{4}))", re.IGNORECASE)
+_COPYRIGHT_WORDS = 15
 
 
 def closing_line(text: str) -> bool:
     """Whether one paragraph is a closing line (see the module's rules)."""
-    return len(text.split()) <= MAX_WORDS and _CLOSING.search(text) is not None
+    words = len(text.split())
+    if words <= _COPYRIGHT_WORDS and _COPYRIGHT.match(text.lstrip()):
+        return True
+    return words <= MAX_WORDS and _CLOSING.search(text.lstrip()) is not None
 
 
 def closing_lines(paragraphs: Sequence[str]) -> int:

@@ -175,6 +175,13 @@ def test_a_teaser_copy_of_the_lead_above_the_headline_goes_with_it() -> None:
     assert "does not repeat" in _opening(once + headline)
 
 
+def test_a_dateline_above_the_headline_goes_with_it() -> None:
+    dated = "<p>October 22, 2019 report</p><h1>Paying loans to banks that failed</h1>"
+    assert _opening(dated) == ""
+    line = "<p>A line of seven words above it stays.</p>"
+    assert "seven words" in _opening(line + "<h1>Paying loans to banks that failed</h1>")
+
+
 def test_inline_emphasis_dropped() -> None:
     html = f"<html><body><article><p>{LOREM}<b>bold words</b> and <i>italic</i>.</p>"
     html += f"<p>{LOREM * 2}</p></article></body></html>"

@@ -21,6 +21,14 @@ def test_follow_reach_and_subscribe_lines_close_a_story() -> None:
     assert closing_line("Follow Jefferson Graham on Twitter.")
     assert closing_line("Just a heads up, some of the links on ONE Esports are affiliate links.")
     assert closing_line("If you buy through a link, we may earn a small commission.")
+    assert closing_line("© 2019 Science X Network")
+    assert closing_line("Copyright 2014 The Associated Press. All rights reserved.")
+    assert closing_line(
+        "Citation: Flint flake tool adds to evidence (2019, October 22) retrieved 20 "
+        "January 2020 from https://phys.org/news/2019-10-flint.html"
+    )
+    assert closing_line("More information: Marcel J. L. Th. Niekus et al. Middle Paleolithic")
+    assert closing_line("Proceedings of the National Academy of Sciences (2019). DOI: 10.1073/pnas")
 
 
 def test_the_same_words_inside_a_story_are_not_a_closing_line() -> None:
@@ -31,6 +39,8 @@ def test_the_same_words_inside_a_story_are_not_a_closing_line() -> None:
     assert not closing_line("The hut can be reached at the end of the trail, in two hours.")
     assert not closing_line("She could not sign up for the course, and never wrote a newsletter.")
     assert not closing_line("Regulators say affiliate marketing links must be disclosed.")
+    assert not closing_line("Copyright law, the court said, does not cover recipes.")
+    assert not closing_line("The citation for bravery was read out at the ceremony.")
     long_bio = "Follow him on Twitter. " + " ".join(["word"] * 60)
     assert not closing_line(long_bio)
 
@@ -40,6 +50,8 @@ def test_only_lines_at_the_end_are_counted_and_the_count_stops_at_the_story() ->
     assert closing_lines([*STORY, follow]) == 1
     assert closing_lines([*STORY, "Email the author at a@example.org.", follow]) == 2
     assert closing_lines([follow, *STORY]) == 0
+    cited = ["More information: J. Doe et al.", "Nature (2019). DOI: 10.1038/x", "© 2019 X"]
+    assert closing_lines([*STORY, *cited, "Citation: X (2019) retrieved 2020 from y"]) == 4
 
 
 def test_extraction_drops_the_closing_lines_and_keeps_the_story() -> None:
