@@ -53,7 +53,7 @@ def prune(tree: HtmlElement) -> None:
     and keep code that trafilatura would lose.
 
     * A heading's permalink (``<a href="#id">#</a>``, ``¶``, ``§``) is not part of
-      the heading's text: it goes.
+      the heading's text: it goes, and so does a wiki's "[edit]" link.
     * A ``<figure>`` holding a ``<pre>`` is a code listing (file name, code, caption),
       not an illustration: it becomes a ``<div>`` (trafilatura deletes figures, and
       keeps only those that hold a table). Its caption and file-name ``<span>`` become
@@ -90,17 +90,24 @@ def prune(tree: HtmlElement) -> None:
       (a ``<div>`` classed ``picBox``, ``image``, ``foto`` ...) with its caption, and a
       card set inside a paragraph over a name (a photo and links), go
       (:func:`_image_chrome`).
+    * A MathML formula becomes inline code of its TeX source (:func:`_math_to_tex`).
     * An ``<aside>`` that holds the page's one ``<h1>`` is the story's column: it
       becomes a ``<div>``, which trafilatura reads (:func:`_unaside_the_title`).
     """
     from lxml.etree import Element, strip_elements
 
     strip_elements(tree, *NEVER_CONTENT, with_tail=False)
+    for math in list(tree.iter("math")):
+        _math_to_tex(math)
     _unaside_the_title(tree)
     drop_teasers(tree, _drop_keeping_tail)
     for link in [a for h in tree.iter(*HEADINGS) for a in h.iter("a")]:
         if _is_permalink(link):
             _drop_keeping_tail(link)
+        elif "action=edit" in (link.get("href") or ""):
+            edit = link.getparent()  # MediaWiki's "[edit]": its span, brackets included
+            if edit is not None and "editsection" in (edit.get("class") or ""):
+                _drop_keeping_tail(edit)
     for figure in tree.iter("figure"):
         if figure.find(".//pre") is not None:
             figure.tag = "div"
@@ -203,6 +210,39 @@ def prune(tree: HtmlElement) -> None:
     for el in _image_chrome(tree):
         if el.getparent() is not None:
             _drop_keeping_tail(el)
+
+
+def _math_to_tex(math: HtmlElement) -> None:
+    """A MathML formula becomes inline code of its TeX source (the ``application/x-tex``
+    annotation or ``alttext`` Wikipedia gives every formula), or of its text: trafilatura
+    deletes ``<math>``, and the formula's place in a sentence was left empty. The
+    formula's wrapper goes with it (MediaWiki's hidden MathML and its fallback image)."""
+    from lxml.etree import Element
+
+    tex = next(
+        (
+            note.text
+            for note in math.iter("annotation")
+            if note.get("encoding") == "application/x-tex" and note.text
+        ),
+        None,
+    ) or math.get("alttext")
+    text = _DISPLAYSTYLE.sub(r"\1", tex.strip()) if tex else norm(math.text_content())
+    target = math
+    for up in math.iterancestors("span"):
+        if "math" not in (up.get("class") or ""):
+            break
+        target = up
+    parent = target.getparent()
+    if parent is None or not text:
+        return
+    code = Element("code")
+    code.text, code.tail = text, target.tail
+    parent.replace(target, code)
+
+
+#: the wrapper Wikipedia puts around each formula's TeX
+_DISPLAYSTYLE = re.compile(r"^\{\\displaystyle\s*(.*)\}$", re.DOTALL)
 
 
 def _text_boxes_to_paragraphs(tree: HtmlElement, boxes: list[HtmlElement]) -> None:

@@ -251,3 +251,24 @@ def test_short_divs_beside_a_story_in_paragraphs_stay_divs() -> None:
     text = extract(page_with(note, at=6)).text
     assert whole_story(text)
     assert "Share this story" not in text
+
+
+def test_a_wiki_formula_keeps_its_tex_and_the_edit_link_goes() -> None:
+    formula = (
+        '<span class="mwe-math-element"><span class="mwe-math-mathml-inline" '
+        'style="display: none;"><math alttext="{\\displaystyle N}"><semantics><mi>N</mi>'
+        '<annotation encoding="application/x-tex">{\\displaystyle p_{j\\mid i}}</annotation>'
+        '</semantics></math></span><img src="/m.svg" alt="{\\displaystyle p_{j\\mid i}}">'
+        "</span>"
+    )
+    page = (
+        "<html><body><div id='mw-content-text'><h2><span class='mw-headline'>Details</span>"
+        "<span class='mw-editsection'><span>[</span><a href='/w/index.php?title=T&amp;"
+        "action=edit&amp;section=1'>edit</a><span>]</span></span></h2>"
+        f"<p>The conditional probability {formula} that the point picks its neighbour is "
+        "computed for every pair of points in the high-dimensional space.</p>"
+        f"{paragraphs()}</div></body></html>"
+    )
+    markdown = extract(page).markdown
+    assert "probability p_{j\\mid i} that the point" in markdown
+    assert "## Details\n" in markdown and "edit" not in markdown
