@@ -10,7 +10,10 @@ date with a time and nothing else, or a word that says the page was updated or p
 ("Updated", "Published", "Posted", "Mis à jour", "Actualizado", "Aktualisiert" ...)
 followed by nothing, or by a date or a time only. A sentence that starts with such a word
 ("Updated figures show ...") has other words after it, and stays; a date alone, without a
-time, may be a heading of a diary or a changelog, and stays.
+time, may be a heading of a diary or a changelog, and stays. A byline alone ("By Jane
+Doe", "Par Jacques Munier": a word for "by" and two to six capitalised names) and a
+byline set as a bar that ends with a date ("Patricio Candia | Palma | 08/01/2014") are
+such lines too.
 """
 
 from __future__ import annotations
@@ -47,7 +50,11 @@ def timestamp_line(text: str) -> bool:
     text = text.strip()
     if not text or len(text) > _MAX_CHARS or len(text.split()) > MAX_WORDS:
         return False
-    return _STAMP.fullmatch(text) is not None or _byline_bar(text)
+    return (
+        _STAMP.fullmatch(text) is not None
+        or _byline_bar(text)
+        or _BYLINE.fullmatch(text) is not None
+    )
 
 
 def dated_line(text: str) -> bool:
@@ -72,6 +79,11 @@ def _byline_bar(text: str) -> bool:
     )
 
 
+#: a byline alone: "By Jane Doe", "Par Jacques Munier", "Von Anna Maier und Jo Ott"
+_BYLINE = re.compile(
+    r"(?i:by|par|von|por|di|door)\s+"
+    r"(?:[A-ZÀ-Þ][\w.'\u2019-]+\s+(?:(?:and|und|et|y|e|en)\s+)?){1,5}[A-ZÀ-Þ][\w.'\u2019-]+"
+)
 _BAR = re.compile(r"\s[|·•]\s")
 _BAR_PARTS = 4
 _BAR_WORDS = 4

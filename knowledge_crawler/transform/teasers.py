@@ -8,9 +8,10 @@ like..." followed by paragraphs or a list of headline links. They are not the ar
 :func:`drop_teasers` removes, before extraction:
 
 * a block whose text starts with a lead-in (:data:`LEAD_IN`: "Related", "Read more",
-  "You may also like", "More from ...", "À lire aussi", "Leia também", "Lesen Sie auch",
-  "Auch auf gofeminin.de" ...), or with a label of up to four words in capitals and a
-  colon ("IN TEXAS:"), and whose remaining text is all link text;
+  "You may also like", "More from ...", "Editors' Recommendations", "À lire aussi",
+  "Leia também", "Lesen Sie auch", "Auch auf gofeminin.de" ...), or with a label of up
+  to four words in capitals and a colon ("IN TEXAS:"), and whose remaining text is all
+  link text;
 * a block that holds only a lead-in, with the blocks right after it that are all
   link text (one headline link a paragraph, or a list of them);
 * a list between two paragraphs whose every item is one link of three words or more
@@ -38,7 +39,7 @@ LEAD_IN = re.compile(
     r"(?:related(?:\s+(?:stories|articles|content|coverage|posts|links|news|reading))?"
     r"|read\s+more|read\s+also|also\s+read|more\s+from\s+[\w .'-]{1,40}|more:"
     r"|you\s+(?:may|might)\s+also\s+(?:like|be\s+interested\s+in)|recommended(?:\s+for\s+you)?"
-    r"|don[\u2019']?t\s+miss|(?:à|a)?\s*lire\s+aussi|leia\s+(?:também|mais)"
+    r"|editors?[\u2019']?s?[\u2019']?\s+(?:recommendations?|picks?)|don[\u2019']?t\s+miss|(?:à|a)?\s*lire\s+aussi|leia\s+(?:também|mais)"
     r"|lesen\s+sie\s+auch|mehr\s+zum\s+thema|lee\s+también|te\s+puede\s+interesar"
     r"|más\s+información|(?:also|auch)\s+(?:on|auf|bei)\s+[\w-]+\.\w{2,}(?:\.\w{2,})?)"
     r"\s*(?::|\.\.\.|…|»)?\s*",
@@ -63,6 +64,7 @@ _STARTS = (
     "te ",
     "más",
     "auch",
+    "editor",
 )
 _BLOCKS = ("p", "div", "li", "td", "h2", "h3", "h4", "h5", "h6")
 #: what a lead-in is set in, in a block (``code``: "<code>ADD TO CART:</code> <a>...")

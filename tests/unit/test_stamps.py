@@ -22,6 +22,9 @@ from tests.unit.story import page_with, whole_story
         "12.10.2015, 19:16 Uhr",
         "Patricio Candia | Palma de Mallorca | 08/01/2014",
         "By Jane Doe | March 3, 2014",
+        "Par Jacques Munier",
+        "Von Anna Maier und Jo Ott",
+        "BY JANE DOE",
     ],
 )
 def test_a_line_that_only_dates_the_page(line: str) -> None:
@@ -40,6 +43,9 @@ def test_a_line_that_only_dates_the_page(line: str) -> None:
         "Version 1.2 | 12 Jan 2020",  # a name with a number is not a byline
         "The cat sat | on 3 March 2014",
         "Home | News | 2014",
+        "By Monday",
+        "Von Anfang an",
+        "By John Smith, a reporter who covered the port",
     ],
 )
 def test_a_line_that_says_more_than_a_date(line: str) -> None:

@@ -53,6 +53,15 @@ def test_also_on_a_site_before_headline_links_goes_but_also_on_a_day_stays() -> 
     assert prose == ["Also on Monday:", "The mayor spoke"]
 
 
+def test_editors_recommendations_and_their_links_go() -> None:
+    texts = _texts(
+        "<p><strong>Editors\u2019 Recommendations:</strong></p><ul><li><a href='/a'>Crates "
+        "are leaving Rocket League</a></li><li><a href='/b'>A Plague Tale reviewed</a></li>"
+        "</ul><p>Weiter im Text.</p>"
+    )
+    assert texts == ["Weiter im Text."]
+
+
 def test_a_lead_in_alone_before_prose_stays() -> None:
     texts = _texts("<p>Read more:</p><p>The rest of the story, in words.</p>")
     assert texts == ["Read more:", "The rest of the story, in words."]
