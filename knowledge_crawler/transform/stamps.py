@@ -13,14 +13,15 @@ followed by nothing, or by a date or a time only. A sentence that starts with su
 time, may be a heading of a diary or a changelog, and stays. A byline alone ("By Jane
 Doe", "Par Jacques Munier": a word for "by" and two to six capitalised names) and a
 byline set as a bar that ends with a date ("Patricio Candia | Palma | 08/01/2014") are
-such lines too.
+such lines too. :func:`credit_line` tells a line that credits a picture ("Fotos: Sophia
+Mahnert") or a caption that ends with its credit ("... Bild: dpa").
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_WORDS", "dated_line", "timestamp_line"]
+__all__ = ["MAX_WORDS", "credit_line", "dated_line", "timestamp_line"]
 
 MAX_WORDS = 10
 _MAX_CHARS = 120  # longer is more than ten words of a date: not looked at further
@@ -39,7 +40,7 @@ _DATE_WORD = (
     r"|[ap]\.?m\.?|gmt|utc|[ecmp][sd]t|on|at|le|à|el|am|um|de|del|,|\||-|—|·)[,.]?"
 )
 _STAMP = re.compile(
-    rf"{_LABEL}\s*:?(?:\s+{_DATE_WORD})*\s*"
+    rf"[-\u2013\u2014|·•]?\s*{_LABEL}\s*:?(?:\s+{_DATE_WORD})*\s*"
     r"|\d{1,4}[./-]\d{1,2}[./-]\d{1,4},?\s+\d{1,2}[:h.]\d{2}(?:\s+(?:uhr|gmt|utc))?",
     re.IGNORECASE,
 )
@@ -55,6 +56,28 @@ def timestamp_line(text: str) -> bool:
         or _byline_bar(text)
         or _BYLINE.fullmatch(text) is not None
     )
+
+
+def credit_line(text: str) -> bool:
+    """A line that credits a picture: "Fotos: Sophia Mahnert", or a caption that ends
+    with its credit ("Auch Herbert Grönemeyer gehört zu den Unterstützern. Bild: dpa")."""
+    text = text.strip()
+    words = len(text.split())
+    if words > _CAPTION_WORDS:
+        return False
+    match = _CREDIT.search(text)
+    if match is None:
+        return False
+    return match.start() == 0 or text[match.start() - 1] in " .)"
+
+
+#: a picture's credit: a label and up to six words of names, to the end of the line
+_CREDIT = re.compile(
+    r"(?:fotos?|photos?|bild(?:er)?|images?|photo\s+credit|credits?)\s*:\s*"
+    r"(?:[^\s.!?]+[ ./&,-]*){1,6}$",
+    re.IGNORECASE,
+)
+_CAPTION_WORDS = 40
 
 
 def dated_line(text: str) -> bool:

@@ -11,7 +11,8 @@ labels leave them out.
 :func:`closing_lines` counts such lines at the end of the text: a paragraph of at most
 :data:`MAX_WORDS` words that asks the reader to follow someone on a social network,
 says how to reach the author at an address, to subscribe to a newsletter, or that the
-page's links earn the site a commission (an affiliate disclosure); or that cites the
+page's links earn the site a commission, or that it is paid for ("Anzeige: Dieser
+Beitrag ist in Zusammenarbeit mit ... entstanden", "Sponsored: ..."); or that cites the
 page or the paper it reports on ("Citation: ... retrieved ... from <address>", "More
 information: ...", a reference with a DOI), or claims its copyright. Only the
 last paragraphs are looked at, from the end, and the count stops at the first one that
@@ -43,6 +44,7 @@ _CLOSING = re.compile(
     r"|\b(?:contains?|includes?|are|uses?)\s+affiliate\s+links\b"
     r"|\bwe\s+(?:may\s+)?(?:earn|receive)\s+(?:a\s+)?(?:small\s+)?commission\b"
     r"|^citation:.{0,300}\bretrieved\b"
+    r"|^\W*(?:anzeige|werbung|sponsored(?:\s+(?:post|content))?|paid\s+(?:post|content))\s*:"
     r"|^more\s+information\s*:"
     r"|\bdoi:\s*10\.\d{4,}/",
     re.IGNORECASE,

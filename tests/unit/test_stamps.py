@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from knowledge_crawler.transform.extract import extract
-from knowledge_crawler.transform.stamps import timestamp_line
+from knowledge_crawler.transform.stamps import credit_line, timestamp_line
 from tests.unit.story import page_with, whole_story
 
 
@@ -20,6 +20,7 @@ from tests.unit.story import page_with, whole_story
         "Posted on Dec 3, 2019",
         "Last updated: 2024-01-05",
         "12.10.2015, 19:16 Uhr",
+        "-Aktualisiert am",
         "Patricio Candia | Palma de Mallorca | 08/01/2014",
         "By Jane Doe | March 3, 2014",
         "Par Jacques Munier",
@@ -50,6 +51,38 @@ def test_a_line_that_only_dates_the_page(line: str) -> None:
 )
 def test_a_line_that_says_more_than_a_date(line: str) -> None:
     assert not timestamp_line(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Fotos: Sophia Mahnert",
+        "Foto: picture alliance/dpa",
+        "Auch Herbert Grönemeyer gehört zu den Unterstützern. Bild: dpa",
+        "Photo: Reuters/Jane Doe",
+    ],
+)
+def test_a_line_that_credits_a_picture(line: str) -> None:
+    assert credit_line(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Das Bild: ein Haus am Meer, das im Sommer leer steht und im Winter verfällt.",
+        "He said: photos are fine.",
+        "Autofotos: mein Hobby seit Jahren",
+        "The exhibition shows " + "many " * 40 + "pictures. Foto: dpa",
+    ],
+)
+def test_a_line_that_is_more_than_a_credit(line: str) -> None:
+    assert not credit_line(line)
+
+
+def test_extraction_drops_a_credit_line_and_keeps_the_story() -> None:
+    text = extract(page_with("<p>Fotos: Sophia Mahnert</p>", at=6)).text
+    assert "Sophia" not in text
+    assert whole_story(text)
 
 
 def test_extraction_drops_the_timestamp_line_and_keeps_the_story() -> None:
