@@ -7,7 +7,9 @@ keeps such a bar as a line of text ("Home | Video | NewsPulse | U.S. | World").
 
 :func:`link_bar` tells a block whose children are all links
 (three or more, each with text) and whose own text between them is only separators,
-at least one bar (``|``), middle dot or bullet between each pair of links. Prose that
+at least one bar (``|``), middle dot, bullet or breadcrumb arrow (U+203A, U+00BB) between
+each pair of links; a link may sit in a ``<span>`` of its own (a breadcrumb's last,
+current page). Prose that
 names three links ("see A, B and C") has words between them and stays; a list of links
 (``<ul>``) is left to trafilatura, which judges it by its link density. The extractor's
 pre-pass removes such a block; it looks only at the blocks of links that a separator
@@ -22,8 +24,8 @@ from typing import Any
 __all__ = ["link_bar", "separated"]
 
 _BARS = frozenset({"p", "div", "td", "span", "center", "nav", "li", "font", "small"})
-_SEPARATOR = re.compile(r"[|·•]")
-_ONLY_SEPARATORS = re.compile("[\\s|·•\\-\u2013\u2014]*")
+_SEPARATOR = re.compile("[|·•\u203a\u00bb]")  # bar, dots, breadcrumb arrows
+_ONLY_SEPARATORS = re.compile("[\\s|·•\u203a\u00bb\\-\u2013\u2014]*")
 _MIN_LINKS = 3
 
 
@@ -47,7 +49,8 @@ def link_bar(block: Any) -> bool:
     for child in block:
         tag = child.tag
         if isinstance(tag, str):  # comments are skipped, their tails still count
-            if tag != "a" or not child.get("href") or not child.text_content().strip():
+            link = child[0] if tag == "span" and len(child) == 1 and not child.text else child
+            if link.tag != "a" or not link.get("href") or not link.text_content().strip():
                 return False
             links += 1
         after = _separators(child.tail)

@@ -32,6 +32,16 @@ def test_a_bar_with_middle_dots_and_a_comment_between_links_goes() -> None:
     assert _texts(bar + "<p>Text.</p>") == ["Text."]
 
 
+def test_a_breadcrumb_with_arrows_and_the_current_page_in_a_span_goes() -> None:
+    crumb = (
+        "<p class='breadcrump'><a href='/'>Kinder</a>&nbsp;&rsaquo;&nbsp;<a href='/t/'>Thema"
+        "</a>&nbsp;&rsaquo;&nbsp;<a href='/t/u/'>Umwelt</a>&nbsp;&rsaquo;&nbsp;<span "
+        "class='last'><a href='/t/u/luft/'>Woher kommt die dicke Luft?</a></span></p>"
+    )
+    prose = "<p><a href='/a'>Ann</a> &raquo; <a href='/b'>Bo</a>, then <span>Cy</span>.</p>"
+    assert _texts(crumb + prose + "<p>Text.</p>") == ["Ann \u00bb Bo, then Cy.", "Text."]
+
+
 def test_prose_naming_three_links_stays() -> None:
     prose = '<p><a href="/a">Ann</a>, <a href="/b">Bo</a> and <a href="/c">Cy</a> won.</p>'
     assert _texts(prose) == ["Ann, Bo and Cy won."]
