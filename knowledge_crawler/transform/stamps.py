@@ -14,7 +14,8 @@ time, may be a heading of a diary or a changelog, and stays. A byline alone ("By
 Doe", "Par Jacques Munier": a word for "by" and two to six capitalised names) and a
 byline set as a bar that ends with a date ("Patricio Candia | Palma | 08/01/2014") are
 such lines too. :func:`credit_line` tells a line that credits a picture ("Fotos: Sophia
-Mahnert") or a caption that ends with its credit ("... Bild: dpa").
+Mahnert") or a caption that ends with its credit ("... Bild: dpa", "... REUTERS/Benoit
+Tessier").
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ def credit_line(text: str) -> bool:
     words = len(text.split())
     if words > _CAPTION_WORDS:
         return False
+    if _AGENCY_CREDIT.search(text) is not None:
+        return True
     match = _CREDIT.search(text)
     if match is None:
         return False
@@ -78,6 +81,11 @@ _CREDIT = re.compile(
     re.IGNORECASE,
 )
 _CAPTION_WORDS = 40
+#: a caption's credit to an agency and its photographer, at its end ("REUTERS/Jane Doe")
+_AGENCY_CREDIT = re.compile(
+    r"\b(?:REUTERS|Reuters|AFP|AP(?: Photo)?|EPA|dpa|Getty Images)\s*/\s*"
+    r"[A-Z][\w.'\u2019-]*(?:\s+[A-Z][\w.'\u2019-]*){0,3}[\s\-\u2013)]*$"
+)
 
 
 def dated_line(text: str) -> bool:

@@ -14,7 +14,9 @@ says how to reach the author at an address, to subscribe to a newsletter, or tha
 page's links earn the site a commission, or that it is paid for ("Anzeige: Dieser
 Beitrag ist in Zusammenarbeit mit ... entstanden", "Sponsored: ..."); or that cites the
 page or the paper it reports on ("Citation: ... retrieved ... from <address>", "More
-information: ...", a reference with a DOI), or claims its copyright. Only the
+information: ...", a reference with a DOI), credits its reporting ("Contributing: ...",
+"... contributed to this report", "Mit Material von dpa"), or claims its copyright. Only
+the
 last paragraphs are looked at, from the end, and the count stops at the first one that
 is not such a line: the same words inside the story ("he told followers on Twitter")
 are part of it.
@@ -44,6 +46,10 @@ _CLOSING = re.compile(
     r"|\b(?:contains?|includes?|are|uses?)\s+affiliate\s+links\b"
     r"|\bwe\s+(?:may\s+)?(?:earn|receive)\s+(?:a\s+)?(?:small\s+)?commission\b"
     r"|^citation:.{0,300}\bretrieved\b"
+    r"|^contributing\s*:"
+    r"|\bcontributed\s+(?:to\s+this\s+(?:report|story)|reporting)"
+    r"(?:\s+from\s+[\w ,.'\u2019-]{1,60})?\s*\.?$"
+    r"|^mit\s+material\s+(?:von|der|des)\b"
     r"|^\W*(?:anzeige|werbung|sponsored(?:\s+(?:post|content))?|paid\s+(?:post|content))\s*:"
     r"|^more\s+information\s*:"
     r"|\bdoi:\s*10\.\d{4,}/",

@@ -60,6 +60,7 @@ def test_a_line_that_says_more_than_a_date(line: str) -> None:
         "Foto: picture alliance/dpa",
         "Auch Herbert Grönemeyer gehört zu den Unterstützern. Bild: dpa",
         "Photo: Reuters/Jane Doe",
+        "- Tapie en 2008. REUTERS/Benoit Tessier -",
     ],
 )
 def test_a_line_that_credits_a_picture(line: str) -> None:
@@ -72,6 +73,7 @@ def test_a_line_that_credits_a_picture(line: str) -> None:
         "Das Bild: ein Haus am Meer, das im Sommer leer steht und im Winter verfällt.",
         "He said: photos are fine.",
         "Autofotos: mein Hobby seit Jahren",
+        "The deal was reported by Reuters/Ipsos polls today.",
         "The exhibition shows " + "many " * 40 + "pictures. Foto: dpa",
     ],
 )

@@ -22,6 +22,9 @@ def test_follow_reach_and_subscribe_lines_close_a_story() -> None:
     assert closing_line("Just a heads up, some of the links on ONE Esports are affiliate links.")
     assert closing_line("If you buy through a link, we may earn a small commission.")
     assert closing_line("\u2013 Anzeige: Dieser Beitrag ist mit Barbour entstanden")
+    assert closing_line("Contributing: Liz Szabo, Michael Winter, Associated Press.")
+    assert closing_line("CNN's Jane Doe contributed to this report.")
+    assert closing_line("Mit Material von dpa")
     assert closing_line("© 2019 Science X Network")
     assert closing_line("Copyright 2014 The Associated Press. All rights reserved.")
     assert closing_line(
@@ -42,6 +45,7 @@ def test_the_same_words_inside_a_story_are_not_a_closing_line() -> None:
     assert not closing_line("Regulators say affiliate marketing links must be disclosed.")
     assert not closing_line("Copyright law, the court said, does not cover recipes.")
     assert not closing_line("Die Anzeige: ein Fehler des Amtes, sagte der Anwalt.")
+    assert not closing_line("Volunteers contributed to this story of the flood's aftermath.")
     assert not closing_line("The citation for bravery was read out at the ceremony.")
     long_bio = "Follow him on Twitter. " + " ".join(["word"] * 60)
     assert not closing_line(long_bio)
