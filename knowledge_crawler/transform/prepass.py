@@ -251,11 +251,14 @@ def _text_boxes_to_paragraphs(tree: HtmlElement, boxes: list[HtmlElement]) -> No
     Spiegel's ``dig-absatz``). trafilatura reads a ``<div>`` as a paragraph only in a
     frame whose ``<p>`` elements hold little text, so a box of a few ``<p>`` lines beside
     the story (an edition's imprint) made it drop the whole story."""
-    in_paragraphs = sum(len(p.text_content()) for p in tree.iter("p"))
+    in_boxes = sum(len(box.text_content()) for box in boxes)
+    in_paragraphs = 0
+    for p in tree.iter("p"):
+        in_paragraphs += len(p.text_content())
+        if in_paragraphs >= in_boxes:
+            return  # the page's text is in paragraphs (counted only as far as needed)
     if in_paragraphs < _DIV_MODE_CHARS:
         return  # trafilatura reads the page's <div> elements as paragraphs itself
-    if sum(len(box.text_content()) for box in boxes) <= in_paragraphs:
-        return
     # and every <div> of their classes, so that none of the paragraphs stays a <div>
     classes = {box.get("class") for box in boxes} - {None}
     more = [div for div in tree.iter("div") if div.get("class") in classes] if classes else []
@@ -346,7 +349,10 @@ def _picture_box(img: HtmlElement) -> HtmlElement | None:
     if box is None:
         return None
     classes = box.get("class")
-    if not classes or _PICTURE_CLASS.search(classes) is None:
+    if not classes:
+        return None
+    classes = classes.lower()
+    if not any(name in classes for name in _PICTURE_CLASS):
         return None
     if next(box.iter(*HEADINGS), None) is not None:
         return None
@@ -355,7 +361,7 @@ def _picture_box(img: HtmlElement) -> HtmlElement | None:
 
 
 #: a class naming a picture's box (not ``media``: Bootstrap's ``media-body`` is text)
-_PICTURE_CLASS = re.compile(r"pic|image|img|photo|foto|bild|caption|figure", re.IGNORECASE)
+_PICTURE_CLASS = ("pic", "image", "img", "photo", "foto", "bild", "caption", "figure")
 #: the most words of a picture's box: its caption and credit
 _BOX_CAPTION_WORDS = 30
 

@@ -62,9 +62,10 @@ def timestamp_line(text: str) -> bool:
 def credit_line(text: str) -> bool:
     """A line that credits a picture: "Fotos: Sophia Mahnert", or a caption that ends
     with its credit ("Auch Herbert Grönemeyer gehört zu den Unterstützern. Bild: dpa")."""
+    if (":" not in text and "/" not in text) or len(text) > _CAPTION_CHARS:
+        return False  # every credit has one or the other (a cheap test first)
     text = text.strip()
-    words = len(text.split())
-    if words > _CAPTION_WORDS:
+    if len(text.split()) > _CAPTION_WORDS:
         return False
     if _AGENCY_CREDIT.search(text) is not None:
         return True
@@ -81,6 +82,7 @@ _CREDIT = re.compile(
     re.IGNORECASE,
 )
 _CAPTION_WORDS = 40
+_CAPTION_CHARS = 400
 #: a caption's credit to an agency and its photographer, at its end ("REUTERS/Jane Doe")
 _AGENCY_CREDIT = re.compile(
     r"\b(?:REUTERS|Reuters|AFP|AP(?: Photo)?|EPA|dpa|Getty Images)\s*/\s*"
