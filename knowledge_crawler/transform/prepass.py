@@ -97,9 +97,14 @@ def prune(tree: HtmlElement) -> None:
     from lxml.etree import Element, strip_elements
 
     strip_elements(tree, *NEVER_CONTENT, with_tail=False)
-    for math in list(tree.iter("math")):
+    # one walk finds the elements of the steps below (none of them adds such an element;
+    # one that a step removes is changed, if at all, outside the tree)
+    found: dict[str, list[HtmlElement]] = {"math": [], "h1": [], "figure": [], "pre": []}
+    for el in tree.iter("math", "h1", "figure", "pre"):
+        found[el.tag].append(el)
+    for math in found["math"]:
         _math_to_tex(math)
-    _unaside_the_title(tree)
+    _unaside_the_title(found["h1"])
     drop_teasers(tree, _drop_keeping_tail)
     for link in [a for h in tree.iter(*HEADINGS) for a in h.iter("a")]:
         if _is_permalink(link):
@@ -108,13 +113,13 @@ def prune(tree: HtmlElement) -> None:
             edit = link.getparent()  # MediaWiki's "[edit]": its span, brackets included
             if edit is not None and "editsection" in (edit.get("class") or ""):
                 _drop_keeping_tail(edit)
-    for figure in tree.iter("figure"):
+    for figure in found["figure"]:
         if figure.find(".//pre") is not None:
             figure.tag = "div"
             for child in figure:
                 if child.tag in ("figcaption", "span") and (child.text_content() or "").strip():
                     child.tag = "p"
-    for pre in tree.iter("pre"):
+    for pre in found["pre"]:
         if pre.find(".//code") is not None:
             continue
         code = Element("code")
@@ -125,7 +130,7 @@ def prune(tree: HtmlElement) -> None:
         for child in list(pre):
             code.append(child)  # its tail moves with it
         pre.append(code)
-    for pre in list(tree.iter("pre")):
+    for pre in found["pre"]:
         if pre.tail and pre.tail.strip():
             _tail_to_paragraph(pre)
     _loose_text_to_paragraphs(tree)
@@ -274,14 +279,13 @@ _DIV_PARAGRAPH_CHARS = 80
 _DIV_MODE_CHARS = 750
 
 
-def _unaside_the_title(tree: HtmlElement) -> None:
-    """An ``<aside>`` that holds the page's one ``<h1>`` holds the story, not a side
-    note: it becomes a ``<div>`` (trafilatura deletes every ``<aside>``)."""
-    titles = tree.iter("h1")
-    title = next(titles, None)
-    if title is None or next(titles, None) is not None:
+def _unaside_the_title(titles: list[HtmlElement]) -> None:
+    """An ``<aside>`` that holds the page's one ``<h1>`` (``titles``: the page's ``<h1>``
+    elements) holds the story, not a side note: it becomes a ``<div>`` (trafilatura
+    deletes every ``<aside>``)."""
+    if len(titles) != 1:
         return
-    for el in title.iterancestors("aside"):
+    for el in titles[0].iterancestors("aside"):
         el.tag = "div"
 
 

@@ -129,6 +129,8 @@ def drop_teasers(tree: Any, drop: Any) -> int:
             if len(el) == 1 and el.tag == "p" and _shouted_link(el):
                 found.append(el)
             continue
+        if text.isspace():
+            continue  # a container's indentation
         text = text.lstrip()
         if text[:12].lower().startswith(_STARTS) and LEAD_IN.match(text) is not None:
             lead_in = True
