@@ -182,6 +182,17 @@ def test_a_dateline_above_the_headline_goes_with_it() -> None:
     assert "seven words" in _opening(line + "<h1>Paying loans to banks that failed</h1>")
 
 
+def test_a_standfirst_set_as_a_heading_goes_but_a_section_heading_stays() -> None:
+    deck = "<h4>Simon Wittenberg travels to Rome for a taste of polo and of whisky.</h4>"
+    assert "Simon Wittenberg" not in _opening(deck)
+    for heading in (
+        "<h2>What the money pays for</h2>",
+        "<h2>How do I install the package on a machine without a network?</h2>",
+        "<h2>Short sentence.</h2>",
+    ):
+        assert heading[4:-5] in _opening(heading)
+
+
 def test_inline_emphasis_dropped() -> None:
     html = f"<html><body><article><p>{LOREM}<b>bold words</b> and <i>italic</i>.</p>"
     html += f"<p>{LOREM * 2}</p></article></body></html>"
