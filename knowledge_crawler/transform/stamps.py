@@ -72,7 +72,7 @@ def credit_line(text: str) -> bool:
     match = _CREDIT.search(text)
     if match is None:
         return False
-    return match.start() == 0 or text[match.start() - 1] in " .)"
+    return match.start() == 0 or text[match.start() - 1] in " .()"
 
 
 #: a picture's credit: a label and up to six words of names, to the end of the line

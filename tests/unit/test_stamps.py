@@ -61,6 +61,7 @@ def test_a_line_that_says_more_than_a_date(line: str) -> None:
         "Auch Herbert Grönemeyer gehört zu den Unterstützern. Bild: dpa",
         "Photo: Reuters/Jane Doe",
         "- Tapie en 2008. REUTERS/Benoit Tessier -",
+        "(Credit: Clayton Aldern / Grist)",
     ],
 )
 def test_a_line_that_credits_a_picture(line: str) -> None:
