@@ -91,6 +91,8 @@ def prune(tree: HtmlElement) -> None:
       card set inside a paragraph over a name (a photo and links), go
       (:func:`_image_chrome`).
     * A MathML formula becomes inline code of its TeX source (:func:`_math_to_tex`).
+    * A line break that ends a bold or italic run moves after it
+      (:func:`_break_out_of_inline`).
     * An ``<aside>`` that holds the page's one ``<h1>`` is the story's column: it
       becomes a ``<div>``, which trafilatura reads (:func:`_unaside_the_title`).
     """
@@ -99,9 +101,17 @@ def prune(tree: HtmlElement) -> None:
     strip_elements(tree, *NEVER_CONTENT, with_tail=False)
     # one walk finds the elements of the steps below (none of them adds such an element;
     # one that a step removes is changed, if at all, outside the tree)
-    found: dict[str, list[HtmlElement]] = {"math": [], "h1": [], "figure": [], "pre": []}
-    for el in tree.iter("math", "h1", "figure", "pre"):
+    found: dict[str, list[HtmlElement]] = {
+        "math": [],
+        "h1": [],
+        "figure": [],
+        "pre": [],
+        "br": [],
+    }
+    for el in tree.iter("math", "h1", "figure", "pre", "br"):
         found[el.tag].append(el)
+    for br in found["br"]:
+        _break_out_of_inline(br)
     for math in found["math"]:
         _math_to_tex(math)
     _unaside_the_title(found["h1"])
@@ -215,6 +225,22 @@ def prune(tree: HtmlElement) -> None:
     for el in _image_chrome(tree):
         if el.getparent() is not None:
             _drop_keeping_tail(el)
+
+
+def _break_out_of_inline(br: HtmlElement) -> None:
+    """A line break that ends an inline element (``<strong>Stream und Anmeldung<br>
+    </strong>Die Tagung ...``) moves after it: trafilatura loses a break at the end of a
+    bold run, and the bold line ran into the paragraph after it."""
+    parent = br.getparent()
+    if parent is None or parent.tag not in _BREAKABLE_INLINE or br.getnext() is not None:
+        return
+    if (br.tail or "").strip() or not (parent.tail or "").strip():
+        return
+    br.tail, parent.tail = parent.tail, (br.tail or "").strip() or None
+    parent.addnext(br)
+
+
+_BREAKABLE_INLINE = frozenset({"strong", "b", "em", "i", "span", "u"})
 
 
 def _math_to_tex(math: HtmlElement) -> None:

@@ -282,3 +282,12 @@ def test_a_wiki_formula_keeps_its_tex_and_the_edit_link_goes() -> None:
     markdown = extract(page).markdown
     assert "probability p_{j\\mid i} that the point" in markdown
     assert "## Details\n" in markdown and "edit" not in markdown
+
+
+def test_a_line_break_that_ends_a_bold_run_still_breaks_the_line() -> None:
+    block = (
+        "<p><em><strong>Stream und Anmeldung<br>\n</strong>Die Tagung wird gestreamt, und "
+        "um Anmeldung wird gebeten, sagte der Sprecher am Montag.</em></p>"
+    )
+    markdown = extract(page_with(block)).markdown
+    assert "Stream und Anmeldung\nDie Tagung wird gestreamt" in markdown
