@@ -114,7 +114,7 @@ def _byline_bar(text: str) -> bool:
 
 #: a byline alone: "By Jane Doe", "Par Jacques Munier", "Von Anna Maier und Jo Ott"
 _BYLINE = re.compile(
-    r"(?i:by|par|von|por|di|door)\s+"
+    r"(?:[|·•\-\u2013\u2014]\s*)?(?i:by|par|von|por|di|door)\s+"
     r"(?:[A-ZÀ-Þ][\w.'\u2019-]+\s+(?:(?:and|und|et|y|e|en)\s+)?){1,5}[A-ZÀ-Þ][\w.'\u2019-]+"
 )
 _BAR = re.compile(r"\s[|·•]\s")

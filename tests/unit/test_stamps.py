@@ -26,6 +26,7 @@ from tests.unit.story import page_with, whole_story
         "Par Jacques Munier",
         "Von Anna Maier und Jo Ott",
         "BY JANE DOE",
+        "| von Inga Buller",
     ],
 )
 def test_a_line_that_only_dates_the_page(line: str) -> None:
