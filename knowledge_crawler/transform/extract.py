@@ -69,7 +69,12 @@ from knowledge_crawler.transform.render import (
     render_text,
 )
 from knowledge_crawler.transform.selector import select_elements
-from knowledge_crawler.transform.stamps import credit_line, dated_line, timestamp_line
+from knowledge_crawler.transform.stamps import (
+    credit_line,
+    dated_line,
+    label_line,
+    timestamp_line,
+)
 from knowledge_crawler.transform.title import page_title
 from knowledge_crawler.transform.trailers import closing_lines
 
@@ -927,7 +932,10 @@ def _story_blocks(blocks: list[Block], title: str | None) -> list[Block]:
     if quotes:
         blocks = [b for i, b in enumerate(blocks) if i not in quotes]
     blocks = [
-        b for b in blocks if b.kind != "p" or not (timestamp_line(b.text) or credit_line(b.text))
+        b
+        for b in blocks
+        if b.kind != "p"
+        or not (timestamp_line(b.text) or credit_line(b.text) or label_line(b.text))
     ]
     run = len(blocks)  # where the paragraphs that end the text start
     while run and blocks[run - 1].kind == "p":

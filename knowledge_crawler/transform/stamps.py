@@ -15,14 +15,14 @@ Doe", "Par Jacques Munier": a word for "by" and two to six capitalised names) an
 byline set as a bar that ends with a date ("Patricio Candia | Palma | 08/01/2014") are
 such lines too. :func:`credit_line` tells a line that credits a picture ("Fotos: Sophia
 Mahnert") or a caption that ends with its credit ("... Bild: dpa", "... REUTERS/Benoit
-Tessier").
+Tessier"), and :func:`label_line` the label an ad slot or a share bar leaves behind.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_WORDS", "credit_line", "dated_line", "timestamp_line"]
+__all__ = ["MAX_WORDS", "credit_line", "dated_line", "label_line", "timestamp_line"]
 
 MAX_WORDS = 10
 _MAX_CHARS = 120  # longer is more than ten words of a date: not looked at further
@@ -57,6 +57,41 @@ def timestamp_line(text: str) -> bool:
         or _byline_bar(text)
         or _BYLINE.fullmatch(text) is not None
     )
+
+
+def label_line(text: str) -> bool:
+    """A line that is only the label of an ad slot or a share bar ("Anzeige",
+    "Advertisement", "hirdetés", "Teilen auf", "Share this"): the slot's or the bar's
+    content is gone, its label stayed."""
+    return len(text) <= _LABEL_CHARS and text.strip(" \t\n:|-\u2013").lower() in _LABELS
+
+
+_LABELS = frozenset(
+    {
+        "advertisement",
+        "advertising",
+        "anzeige",
+        "werbung",
+        "hirdetés",
+        "publicidad",
+        "publicité",
+        "pubblicità",
+        "reklama",
+        "reklame",
+        "share",
+        "share this",
+        "share this article",
+        "share on",
+        "teilen",
+        "teilen auf",
+        "diesen artikel teilen",
+        "partager",
+        "partager sur",
+        "compartir",
+        "condividi",
+    }
+)
+_LABEL_CHARS = 40
 
 
 def credit_line(text: str) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from knowledge_crawler.transform.extract import extract
-from knowledge_crawler.transform.stamps import credit_line, timestamp_line
+from knowledge_crawler.transform.stamps import credit_line, label_line, timestamp_line
 from tests.unit.story import page_with, whole_story
 
 
@@ -86,6 +86,22 @@ def test_a_line_that_is_more_than_a_credit(line: str) -> None:
 def test_extraction_drops_a_credit_line_and_keeps_the_story() -> None:
     text = extract(page_with("<p>Fotos: Sophia Mahnert</p>", at=6)).text
     assert "Sophia" not in text
+    assert whole_story(text)
+
+
+@pytest.mark.parametrize("line", ["Anzeige", "hirdetés", "Advertisement:", "Teilen auf", "SHARE"])
+def test_the_label_of_an_ad_slot_or_a_share_bar(line: str) -> None:
+    assert label_line(line)
+
+
+@pytest.mark.parametrize("line", ["Share prices fell.", "Anzeige erstattet", "Teilen"[:3]])
+def test_a_line_that_is_more_than_a_label(line: str) -> None:
+    assert not label_line(line)
+
+
+def test_extraction_drops_an_ad_label_and_keeps_the_story() -> None:
+    text = extract(page_with("<p>Anzeige</p>", at=3)).text
+    assert "Anzeige" not in text
     assert whole_story(text)
 
 
