@@ -379,10 +379,7 @@ def _picture_box(img: HtmlElement) -> HtmlElement | None:
     if box is None:
         return None
     classes = box.get("class")
-    if not classes:
-        return None
-    classes = classes.lower()
-    if not any(name in classes for name in _PICTURE_CLASS):
+    if not classes or not _picture_class(classes):
         return None
     if next(box.iter(*HEADINGS), None) is not None:
         return None
@@ -390,8 +387,25 @@ def _picture_box(img: HtmlElement) -> HtmlElement | None:
     return box if 0 < words <= _BOX_CAPTION_WORDS else None
 
 
-#: a class naming a picture's box (not ``media``: Bootstrap's ``media-body`` is text)
-_PICTURE_CLASS = ("pic", "image", "img", "photo", "foto", "bild", "caption", "figure")
+def _picture_class(classes: str) -> bool:
+    """Whether a class attribute names a picture's box: one of its words (split at spaces,
+    hyphens and underscores) starts with a picture's name (``picBox``, ``image-wrap``,
+    ``wp-caption``), or is ``bild``/``bilder``; a word that only holds one does not
+    (``topic``, ``politische-bildung``)."""
+    lowered = classes.lower()
+    if not any(name in lowered for name in _PICTURE_NAMES):
+        return False  # the common case, in C
+    return any(
+        part.startswith(_PICTURE_PREFIXES) or part in _PICTURE_WORDS
+        for part in _CLASS_PARTS.split(lowered)
+    )
+
+
+#: what a picture's box is named by (not ``media``: Bootstrap's ``media-body`` is text)
+_PICTURE_PREFIXES = ("pic", "image", "img", "photo", "foto", "caption", "figure")
+_PICTURE_WORDS = frozenset({"bild", "bilder"})
+_PICTURE_NAMES = (*_PICTURE_PREFIXES, "bild")
+_CLASS_PARTS = re.compile(r"[\s_-]+")
 #: the most words of a picture's box: its caption and credit
 _BOX_CAPTION_WORDS = 30
 

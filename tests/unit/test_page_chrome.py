@@ -291,3 +291,19 @@ def test_a_line_break_that_ends_a_bold_run_still_breaks_the_line() -> None:
     )
     markdown = extract(page_with(block)).markdown
     assert "Stream und Anmeldung\nDie Tagung wird gestreamt" in markdown
+
+
+def test_a_box_whose_class_only_holds_a_picture_name_stays() -> None:
+    """``topic`` holds ``pic`` and ``politische-bildung`` holds ``bild``: neither is a
+    picture's box, and a short text beside an icon in one is text."""
+    topic = (
+        "<div class='topic'><img src='/i/icon.png' alt=''><p>The ferry runs every hour "
+        "from the north berth.</p></div>"
+    )
+    bildung = (
+        "<div class='politische-bildung'><img src='/i/logo.png' alt=''><p>Tickets cost "
+        "two euros at the harbour office.</p></div>"
+    )
+    text = extract(page_with(topic + bildung)).text
+    assert "The ferry runs every hour" in text
+    assert "Tickets cost two euros" in text
