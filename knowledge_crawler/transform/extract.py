@@ -905,7 +905,7 @@ def _headline_end(blocks: list[Block], title: str) -> int:
     that the text repeats after it (a teaser copy of the lead). 0 when no heading at the
     start is the title."""
     for at, block in enumerate(blocks[: _BEFORE_HEADLINE + 1]):
-        if block.kind == "h" and _same_text(block.text, title):
+        if _is_headline(block, title):
             return at + 1
         if block.kind == "h" and len(block.text.split()) <= _KICKER_WORDS:
             continue
@@ -958,9 +958,11 @@ _STANDFIRST_WORDS = 10
 
 def _without_headline(blocks: list[Block], title: str | None) -> list[Block]:
     """``blocks`` without a first heading that is the title (``Extraction.title``)."""
-    if blocks and blocks[0].kind == "h" and title and _same_text(blocks[0].text, title):
-        return blocks[1:]
-    return blocks
+    return blocks[1:] if blocks and title and _is_headline(blocks[0], title) else blocks
+
+
+def _is_headline(block: Block, title: str) -> bool:
+    return block.kind == "h" and _same_text(block.text, title)
 
 
 #: how much of the text after a heading identifies where it stood (characters, without

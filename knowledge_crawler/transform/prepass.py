@@ -191,7 +191,7 @@ def prune(tree: HtmlElement) -> None:
             if classes[0] in "cCkK" and _COMMENTS.match(classes) and el.tag in _COMMENT_BOXES:
                 comments.append(el)
                 continue
-            if "recirc" in classes and next(el.iter("h1", "article"), None) is None:
+            if "recirc" in classes and not _holds_story(el):
                 comments.append(el)  # a "recirculation" box: headlines of other stories
                 continue
         tag = el.tag
@@ -201,11 +201,7 @@ def prune(tree: HtmlElement) -> None:
             ident = el.get("id")
             if ident and (
                 (ident[0] in "cCkK" and _COMMENTS.match(ident))
-                or (
-                    "omment" in ident
-                    and _COMMENT_ID.search(ident)
-                    and next(el.iter("h1", "article"), None) is None
-                )
+                or ("omment" in ident and _COMMENT_ID.search(ident) and not _holds_story(el))
             ):
                 comments.append(el)
     for el in comments:
@@ -227,6 +223,12 @@ def prune(tree: HtmlElement) -> None:
             _drop_keeping_tail(el)
 
 
+def _holds_story(el: HtmlElement) -> bool:
+    """Whether ``el`` holds the headline or an ``<article>``: then a name that says
+    comments or recirculation is the page's layout, not a box to drop."""
+    return next(el.iter("h1", "article"), None) is not None
+
+
 def _break_out_of_inline(br: HtmlElement) -> None:
     """A line break that ends an inline element (``<strong>Stream und Anmeldung<br>
     </strong>Die Tagung ...``) moves after it: trafilatura loses a break at the end of a
@@ -236,7 +238,7 @@ def _break_out_of_inline(br: HtmlElement) -> None:
         return
     if (br.tail or "").strip() or not (parent.tail or "").strip():
         return
-    br.tail, parent.tail = parent.tail, (br.tail or "").strip() or None
+    br.tail, parent.tail = parent.tail, None  # the break's own tail was whitespace
     parent.addnext(br)
 
 

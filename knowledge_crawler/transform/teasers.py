@@ -39,7 +39,8 @@ LEAD_IN = re.compile(
     r"(?:related(?:\s+(?:stories|articles|content|coverage|posts|links|news|reading))?"
     r"|read\s+more|read\s+also|also\s+read|more\s+from\s+[\w .'-]{1,40}|more:"
     r"|you\s+(?:may|might)\s+also\s+(?:like|be\s+interested\s+in)|recommended(?:\s+for\s+you)?"
-    r"|editors?[\u2019']?s?[\u2019']?\s+(?:recommendations?|picks?)|don[\u2019']?t\s+miss|(?:à|a)?\s*lire\s+aussi|leia\s+(?:também|mais)"
+    r"|editors?[\u2019']?s?[\u2019']?\s+(?:recommendations?|picks?)|don[\u2019']?t\s+miss"
+    r"|(?:à|a)?\s*lire\s+aussi|leia\s+(?:também|mais)"
     r"|lesen\s+sie\s+auch|mehr\s+zum\s+thema|lee\s+también|te\s+puede\s+interesar"
     r"|más\s+información|(?:also|auch)\s+(?:on|auf|bei)\s+[\w-]+\.\w{2,}(?:\.\w{2,})?)"
     r"\s*(?::|\.\.\.|…|»)?\s*",
