@@ -157,7 +157,7 @@ _BAR_PARTS = 4
 _BAR_WORDS = 4
 _SENTENCE = re.compile(r"[.!?:;]")
 _DATE = re.compile(
-    rf"\d{{1,4}}[./-]\d{{1,2}}[./-]\d{{1,4}}|(?:\d{{1,2}}\.?\s+)?(?:{_MONTH})\w*\.?"
+    rf"\d{{1,4}}[./-]\d{{1,2}}[./-]\d{{1,4}}|(?:\d{{1,2}}\.?\s+)?\b(?:{_MONTH})\w*\.?"
     r"(?:\s+\d{1,2}(?:st|nd|rd|th)?,?)?\s+\d{4}",
     re.IGNORECASE,
 )

@@ -180,6 +180,8 @@ def test_a_dateline_above_the_headline_goes_with_it() -> None:
     assert _opening(dated) == ""
     line = "<p>A line of seven words above it stays.</p>"
     assert "seven words" in _opening(line + "<h1>Paying loans to banks that failed</h1>")
+    season = "<p>Our summer 2019 trip</p>"  # 'mer' inside a word is no month
+    assert "summer 2019" in _opening(season + "<h1>Paying loans to banks that failed</h1>")
 
 
 def test_a_standfirst_set_as_a_heading_goes_but_a_section_heading_stays() -> None:
