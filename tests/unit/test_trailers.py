@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from knowledge_crawler.transform.extract import extract
 from knowledge_crawler.transform.trailers import closing_line, closing_lines
 from tests.unit.story import STORY, page_with, whole_story
@@ -68,3 +70,33 @@ def test_extraction_drops_the_closing_lines_and_keeps_the_story() -> None:
     text = extract(page_with(closing, at=6)).text
     assert "Follow him" not in text and "newsletters" not in text
     assert whole_story(text)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Follow him on Twitter @jdoe.",
+        "Follow Newsbeat on Instagram.",
+        "Jane Doe may be reached at jane@example.com.",
+        "You can contact the author at ann@example.org.",
+        "Write to Jane Doe at jane@example.com.",
+        "Subscribe to our newsletters.",
+        "Sign up for our daily newsletter here.",
+        "Some of the links on this site are affiliate links.",
+        "If you buy through a link, we may earn a small commission.",
+        "Citation: A tool (2019, October 22) retrieved 20 January 2020 from https://x.org",
+        "Contributing: Liz Szabo.",
+        "CNN's Jane Doe contributed to this report.",
+        "Mit Material von dpa",
+        "Anzeige: Dieser Beitrag ist mit Barbour entstanden",
+        "Werbung: Dieser Artikel wurde bezahlt.",
+        "Sponsored: this post is brought to you by Acme.",
+        "Paid post: brought to you by Acme.",
+        "More information: J. Doe et al. A paper.",
+        "Nature (2019). DOI: 10.1038/s41586",
+    ],
+)
+def test_every_form_passes_the_keyword_test_in_front_of_the_expression(line: str) -> None:
+    """The substring test that spares most paragraphs the expression must let every one
+    of its forms through: a form added without its keyword would never be found."""
+    assert closing_line(line)
