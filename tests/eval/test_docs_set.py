@@ -62,3 +62,18 @@ def test_edge_trims_drop_the_extra_runs_at_each_end() -> None:
     # the extra line inside the text is no edge: only "anywhere" drops it
     assert trims["edges"] == "\n".join([*body[:2], "share this on the web", body[2]])
     assert trims["anywhere"] == label
+
+
+def test_a_hidden_element_takes_only_its_own_text_out_of_a_label(tmp_path: Path) -> None:
+    page = tmp_path / "page.html"
+    words = " ".join(f"w{i}" for i in range(60))
+    page.write_text(
+        "<html><body><main><h2><a aria-hidden='true' href='#x'>#</a>Heading kept</h2>"
+        f"<p>Start <span hidden>icon</span>end of it. {words}</p></main></body></html>"
+    )
+    family = docs_set.Family("t", "article", (), "//main")
+    label = docs_set.label_page(page, family)
+    assert label is not None
+    assert label.split("\n")[0] == "Heading kept"
+    assert label.split("\n")[1].startswith("Start end of it. w0")
+    assert "icon" not in label
