@@ -19,7 +19,7 @@ from knowledge_crawler.transform.teasers import drop_teasers
 if TYPE_CHECKING:
     from lxml.html import HtmlElement
 
-__all__ = ["HEADINGS", "NEVER_CONTENT", "prune"]
+__all__ = ["HEADINGS", "NEVER_CONTENT", "drop_keeping_tail", "prune"]
 
 
 #: never main content; trafilatura deletes these too, but only after several whole-tree
@@ -115,14 +115,14 @@ def prune(tree: HtmlElement) -> None:
     for math in found["math"]:
         _math_to_tex(math)
     _unaside_the_title(found["h1"])
-    drop_teasers(tree, _drop_keeping_tail)
+    drop_teasers(tree, drop_keeping_tail)
     for link in [a for h in tree.iter(*HEADINGS) for a in h.iter("a")]:
         if _is_permalink(link):
-            _drop_keeping_tail(link)
+            drop_keeping_tail(link)
         elif "action=edit" in (link.get("href") or ""):
             edit = link.getparent()  # MediaWiki's "[edit]": its span, brackets included
             if edit is not None and "editsection" in (edit.get("class") or ""):
-                _drop_keeping_tail(edit)
+                drop_keeping_tail(edit)
     for figure in found["figure"]:
         if figure.find(".//pre") is not None:
             figure.tag = "div"
@@ -160,7 +160,7 @@ def prune(tree: HtmlElement) -> None:
                 bars[block] = None
     for menu in menus:
         if link_bar(menu) and menu.getparent() is not None:
-            _drop_keeping_tail(menu)
+            drop_keeping_tail(menu)
     for link in targets:
         link.drop_tag()
     for post in tree.iter("blockquote"):
@@ -170,10 +170,10 @@ def prune(tree: HtmlElement) -> None:
             _drop_class_tokens(el, lambda token: _EMBED_TOKEN.search(token) is not None)
     for bar in bars:
         if _rel_navigation(bar) and bar.getparent() is not None:
-            _drop_keeping_tail(bar)
+            drop_keeping_tail(bar)
     for table in list(tree.iter("table")):
         if _navigation_class(table.get("class") or "") and table.getparent() is not None:
-            _drop_keeping_tail(table)
+            drop_keeping_tail(table)
             continue
         for el in table.iterancestors():
             _drop_class_tokens(el, lambda token: "meta" in token)
@@ -206,7 +206,7 @@ def prune(tree: HtmlElement) -> None:
                 comments.append(el)
     for el in comments:
         if el.getparent() is not None:
-            _drop_keeping_tail(el)
+            drop_keeping_tail(el)
     if text_boxes:
         _text_boxes_to_paragraphs(tree, text_boxes)
     for box in boxes:
@@ -220,7 +220,7 @@ def prune(tree: HtmlElement) -> None:
             el.tag = "p"  # a line of text: trafilatura's main pass skips a <div> of spans
     for el in _image_chrome(tree):
         if el.getparent() is not None:
-            _drop_keeping_tail(el)
+            drop_keeping_tail(el)
 
 
 def _holds_story(el: HtmlElement) -> bool:
@@ -636,7 +636,8 @@ def _navigation_class(classes: str) -> bool:
     )
 
 
-def _drop_keeping_tail(el: HtmlElement) -> None:
+def drop_keeping_tail(el: HtmlElement) -> None:
+    """Remove ``el`` with its text, but not the text that follows it in its parent."""
     parent = el.getparent()
     if parent is None:
         return

@@ -30,7 +30,6 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -465,6 +464,9 @@ def _text(element: object) -> str:
 def label_page(path: Path, family: Family) -> str | None:
     from lxml import etree, html
 
+    sys.path.insert(0, str(ROOT))
+    from knowledge_crawler.transform.prepass import drop_keeping_tail
+
     raw = path.read_bytes()
     tree = html.fromstring(raw.decode(family.encoding) if family.encoding else raw)
     found = tree.xpath(family.content)
@@ -479,22 +481,10 @@ def label_page(path: Path, family: Family) -> str | None:
                     el.getparent().remove(el)  # tail text is layout whitespace here
         for el in content.xpath(".//*[@hidden or @aria-hidden='true']"):
             if el.getparent() is not None:
-                _remove_keeping_tail(el)  # the text after a hidden icon is the page's
+                drop_keeping_tail(el)  # the text after a hidden icon is the page's
         texts.append(_text(content))
     text = "\n".join(t for t in texts if t)
     return text if len(text.split()) >= 50 else None
-
-
-def _remove_keeping_tail(el: Any) -> None:
-    """Remove ``el`` and its text, but not the text that follows it in its parent."""
-    parent = el.getparent()
-    if el.tail:
-        before = el.getprevious()
-        if before is not None:
-            before.tail = (before.tail or "") + el.tail
-        else:
-            parent.text = (parent.text or "") + el.tail
-    parent.remove(el)
 
 
 def _split(path: Path, family: Family) -> str:
