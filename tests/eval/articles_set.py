@@ -151,19 +151,25 @@ def relabel(rows: list[dict]) -> list[dict]:
     return out
 
 
+def _article_rows(split: str) -> list[dict]:
+    """The installed article pages of ``split`` (``all``: of both splits)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.eval.docs_set import load
+
+    return [
+        row for row in load(None if split == "all" else split, LABELS) if row["kind"] == "article"
+    ]
+
+
 def compare(split: str) -> None:
     """F1 of the article pages of ``split`` per source package, ours against trafilatura
     2.3.1 with its defaults (``extract(page bytes, include_comments=False)``), same run."""
     import trafilatura
 
-    sys.path.insert(0, str(ROOT))
     from knowledge_crawler.transform.extract import extract
-    from tests.eval.docs_set import load
     from tests.eval.test_quality_gate import score as metric
 
-    rows = [
-        row for row in load(None if split == "all" else split, LABELS) if row["kind"] == "article"
-    ]
+    rows = _article_rows(split)
     pages = [Path(row["path"]).read_bytes() for row in rows]
     # trafilatura first: the first extract() installs faster equals of some of
     # trafilatura's expressions and narrows its broad frames in this process
@@ -223,16 +229,11 @@ def edges(split: str) -> None:
     """Where the article pages of ``split`` lose precision, in aggregate only (no page
     is shown): F1, P and R as extracted and as :func:`edge_trims` would leave them. The
     held-out pages may be scored this way without being read."""
-    sys.path.insert(0, str(ROOT))
     from knowledge_crawler.transform.extract import extract
-    from tests.eval.docs_set import load
     from tests.eval.test_quality_gate import score as metric
 
-    rows = [
-        row for row in load(None if split == "all" else split, LABELS) if row["kind"] == "article"
-    ]
     groups: dict[str, list[tuple[str, str]]] = {}
-    for row in rows:
+    for row in _article_rows(split):
         text = extract(Path(row["path"]).read_bytes()).cleaned().text
         groups.setdefault("as extracted", []).append((row["label"], text))
         for key, trimmed in edge_trims(row["label"], text).items():
