@@ -464,7 +464,8 @@ def _text(element: object) -> str:
 def label_page(path: Path, family: Family) -> str | None:
     from lxml import etree, html
 
-    sys.path.insert(0, str(ROOT))
+    if str(ROOT) not in sys.path:  # run as a script; called once a page
+        sys.path.insert(0, str(ROOT))
     from knowledge_crawler.transform.prepass import drop_keeping_tail
 
     raw = path.read_bytes()
