@@ -919,15 +919,16 @@ def _headline_end(blocks: list[Block], title: str) -> int:
 def _story_blocks(blocks: list[Block], title: str | None) -> list[Block]:
     """The automatic extraction's blocks without what is about the story rather than of
     it: the headline and a kicker above it (:func:`_headline_end`), a standfirst set as
-    a heading right after it (:func:`_sentence_heading`), pull quotes
+    a heading or two right after it (:func:`_sentence_heading`), pull quotes
     (:mod:`~knowledge_crawler.transform.pullquotes`), lines that only date the page
     (:mod:`~knowledge_crawler.transform.stamps`) and the lines that close it
     (:mod:`~knowledge_crawler.transform.trailers`). A selector's elements
     (:func:`extract_selected`) are not guessed at: they lose only the headline."""
-    if title:
-        blocks = blocks[_headline_end(blocks, title) :]
-    if blocks and blocks[0].kind == "h" and _sentence_heading(blocks[0].text):
-        blocks = blocks[1:]  # a standfirst set as a heading above the text
+    start = _headline_end(blocks, title) if title else 0
+    blocks = blocks[start:]
+    for _ in range(2):
+        if blocks and blocks[0].kind == "h" and _sentence_heading(blocks[0].text, bool(start)):
+            blocks = blocks[1:]  # a standfirst set as a heading above the text
     quotes = pull_quotes([b.text for b in blocks], [b.kind == "quote" for b in blocks])
     if quotes:
         blocks = [b for i, b in enumerate(blocks) if i not in quotes]
@@ -944,13 +945,15 @@ def _story_blocks(blocks: list[Block], title: str | None) -> list[Block]:
     return blocks[: len(blocks) - closing] if closing else blocks
 
 
-def _sentence_heading(text: str) -> bool:
+def _sentence_heading(text: str, after_headline: bool = False) -> bool:
     """A heading that is a sentence of :data:`_STANDFIRST_WORDS` words or more ending in a
     full stop: the standfirst a page sets as a heading ("Simon Wittenberg travels to the
     Eternal City ... exquisite whisky."), not a section's name (which ends in no stop,
-    or asks a question)."""
+    or asks a question). Right ``after_headline`` a heading that long is the deck
+    whatever it ends with ("Are Urban Meyer and Nick Saban really closing practices
+    because of agents?"): a section's name is shorter."""
     text = text.strip()
-    return text.endswith(".") and len(text.split()) >= _STANDFIRST_WORDS
+    return (after_headline or text.endswith(".")) and len(text.split()) >= _STANDFIRST_WORDS
 
 
 _STANDFIRST_WORDS = 10

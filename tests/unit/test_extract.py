@@ -195,6 +195,18 @@ def test_a_standfirst_set_as_a_heading_goes_but_a_section_heading_stays() -> Non
         assert heading[4:-5] in _opening(heading)
 
 
+def test_a_deck_after_the_headline_goes_whatever_it_ends_with() -> None:
+    headline = "<h1>Paying loans to banks that failed</h1>"
+    deck = "<h2>Borrowers of a failed bank still owe the money, and now to the state</h2>"
+    question = "<h3>Do the borrowers of a failed bank still owe it anything at all?</h3>"
+    assert _opening(headline + deck) == ""
+    assert _opening(headline + deck + question) == ""  # a deck in two headings
+    section = "<h2>What the money pays for</h2>"
+    assert "What the money pays for" in _opening(headline + section)
+    # without a headline above it, a long heading is a section's name unless a sentence
+    assert "Borrowers of a failed bank" in _opening(deck)
+
+
 def test_inline_emphasis_dropped() -> None:
     html = f"<html><body><article><p>{LOREM}<b>bold words</b> and <i>italic</i>.</p>"
     html += f"<p>{LOREM * 2}</p></article></body></html>"
