@@ -922,7 +922,8 @@ def _story_blocks(blocks: list[Block], title: str | None) -> list[Block]:
     a heading or two right after it (:func:`_sentence_heading`), pull quotes
     (:mod:`~knowledge_crawler.transform.pullquotes`), lines that only date the page
     (:mod:`~knowledge_crawler.transform.stamps`) and the lines that close it
-    (:mod:`~knowledge_crawler.transform.trailers`). A selector's elements
+    (:mod:`~knowledge_crawler.transform.trailers`: paragraphs or quotes, as an author's
+    note is often set as a quote). A selector's elements
     (:func:`extract_selected`) are not guessed at: they lose only the headline."""
     start = _headline_end(blocks, title) if title else 0
     blocks = blocks[start:]
@@ -938,8 +939,8 @@ def _story_blocks(blocks: list[Block], title: str | None) -> list[Block]:
         if b.kind != "p"
         or not (timestamp_line(b.text) or credit_line(b.text) or label_line(b.text))
     ]
-    run = len(blocks)  # where the paragraphs that end the text start
-    while run and blocks[run - 1].kind == "p":
+    run = len(blocks)  # where the paragraphs (and quotes) that end the text start
+    while run and blocks[run - 1].kind in ("p", "quote"):
         run -= 1
     closing = closing_lines([b.text for b in blocks[run:]])
     return blocks[: len(blocks) - closing] if closing else blocks

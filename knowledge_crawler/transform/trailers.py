@@ -15,8 +15,10 @@ page's links earn the site a commission, or that it is paid for ("Anzeige: Diese
 Beitrag ist in Zusammenarbeit mit ... entstanden", "Sponsored: ..."); or that cites the
 page or the paper it reports on ("Citation: ... retrieved ... from <address>", "More
 information: ...", a reference with a DOI), credits its reporting ("Contributing: ...",
-"... contributed to this report", "Mit Material von dpa"), or claims its copyright. Only
-the
+"... contributed to this report", "Mit Material von dpa"), or claims its copyright; or
+that says who its author is ("Liliana Segura is a journalist and an editor at The
+Nation", "Inga Buller ist Head of Social & Community bei CHIP": a name of two to four
+capitalised words, "is", "ist", "est" or "es", then a trade within six words). Only the
 last paragraphs are looked at, from the end, and the count stops at the first one that
 is not such a line: the same words inside the story ("he told followers on Twitter")
 are part of it.
@@ -55,6 +57,19 @@ _CLOSING = re.compile(
     r"|\bdoi:\s*10\.\d{4,}/",
     re.IGNORECASE,
 )
+#: an author's note: a name (two to four capitalised words), "is" in English, German,
+#: French or Spanish, then within six words a trade, as a word or a compound's end ("an
+#: award-winning journalist", "IGN's deal curator", "Gründungspartner", "Head of Social")
+_BIO = re.compile(
+    r"(?-i:[A-ZÄÖÜÉ][\w'\u2019.-]+(?:\s+[A-ZÄÖÜÉ][\w'\u2019.-]+){1,3})\s+(?:is|ist|est|es)\s+"
+    r"(?:[\w-]+[\s'\u2019]+){0,5}?\w*(?:journalist|reporter|writer|editor|author|autor|"
+    r"correspondent|columnist|contributor|producer|photographer|founder|professor|researcher|"
+    r"fellow|analyst|blogger|curator|redakteur|korrespondent|gründer|partner|head\s+of|chief|"
+    r"director|rédact\w*|auteur|chercheu\w*|periodista|redactor)(?:in|a)?\b",
+    re.IGNORECASE,
+)
+#: the longest author's note (words): one says more than a closing line
+_BIO_WORDS = 120
 #: a copyright line ("© 2019 Science X Network", "Copyright 2014 The Associated Press")
 _COPYRIGHT = re.compile(r"(?:©|\(c\)\s|copyright\s+(?:©|\(c\)|\d{4}))", re.IGNORECASE)
 _COPYRIGHT_WORDS = 15
@@ -88,6 +103,8 @@ def closing_line(text: str) -> bool:
     """Whether one paragraph is a closing line (see the module's rules)."""
     words = len(text.split())
     if words <= _COPYRIGHT_WORDS and _COPYRIGHT.match(text.lstrip()):
+        return True
+    if words <= _BIO_WORDS and _BIO.match(text.lstrip()):
         return True
     if words > MAX_WORDS:
         return False

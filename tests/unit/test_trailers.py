@@ -37,6 +37,29 @@ def test_follow_reach_and_subscribe_lines_close_a_story() -> None:
     assert closing_line("Proceedings of the National Academy of Sciences (2019). DOI: 10.1073/pnas")
 
 
+def test_an_authors_note_closes_a_story() -> None:
+    assert closing_line(
+        "Liliana Segura is a journalist and an editor at The Nation Magazine. She is a "
+        "board member of the Ad Hoc Committee."
+    )
+    assert closing_line("Max Blumenthal is an award-winning journalist and the author of books.")
+    assert closing_line("Eric Song is IGN's deal curator and spends his pay on what he posts.")
+    assert closing_line("Inga Buller ist Head of Social & Community bei CHIP.")
+    assert closing_line("Anna Maria Schmidt ist Wirtschaftsredakteurin in Berlin.")
+    assert closing_line("Jean Dupont est rédacteur en chef adjoint du journal.")
+    note = "Klaas Bollhoefer ist Chief Evangelist von The Machine Company. " + "Wort " * 90
+    assert closing_line(note)  # a note says more than a closing line may
+
+
+def test_what_is_no_authors_note_is_no_closing_line() -> None:
+    assert not closing_line("John Smith is expected to appear in court on Monday.")
+    assert not closing_line("New York is a great place for writers, she said.")
+    assert not closing_line("The author is a journalist who lives in Ohio.")  # no name
+    assert not closing_line("Smith is a journalist.")  # one word is no name
+    assert not closing_line("Paris est une ville où les auteurs viennent écrire.")
+    assert not closing_line("Jane Doe is a " + "very " * 8 + "good editor.")  # too far
+
+
 def test_the_same_words_inside_a_story_are_not_a_closing_line() -> None:
     assert not closing_line("He told his followers on Twitter that the vote was rigged.")
     assert not closing_line("Investors follow the earnings closely, analysts said.")
@@ -70,6 +93,15 @@ def test_extraction_drops_the_closing_lines_and_keeps_the_story() -> None:
     text = extract(page_with(closing, at=6)).text
     assert "Follow him" not in text and "newsletters" not in text
     assert whole_story(text)
+
+
+def test_an_authors_note_set_as_a_quote_closes_the_story_too() -> None:
+    note = "<blockquote><p>Inga Buller ist Head of Social bei CHIP.</p></blockquote>"
+    text = extract(page_with(note, at=6)).text
+    assert "Inga Buller" not in text
+    assert whole_story(text)
+    quote = "<blockquote><p>We will rebuild the harbour wall, the mayor said.</p></blockquote>"
+    assert "rebuild the harbour wall" in extract(page_with(quote, at=6)).text
 
 
 @pytest.mark.parametrize(
