@@ -15,7 +15,12 @@ page's links earn the site a commission, or that it is paid for ("Anzeige: Diese
 Beitrag ist in Zusammenarbeit mit ... entstanden", "Sponsored: ..."); or that cites the
 page or the paper it reports on ("Citation: ... retrieved ... from <address>", "More
 information: ...", a reference with a DOI), credits its reporting ("Contributing: ...",
-"... contributed to this report", "Mit Material von dpa"), or claims its copyright; or
+"... contributed to this report", "Additional reporting by ...; Editing by ...", "Our
+Standards: The Thomson Reuters Trust Principles.", "Autor:
+...", "Das Bildmaterial wurde von ... zur Verfügung gestellt"), points to where the rest
+is ("Den kompletten Beitrag lesen Sie in der neuen Juli-Ausgabe ..."), asks for a reader's
+money or mail ("If you enjoyed this article, ... Join NRPLUS", "Questions? Comments? Email
+us at"), or claims its copyright; or
 that says who its author is ("Liliana Segura is a journalist and an editor at The
 Nation", "Inga Buller ist Head of Social & Community bei CHIP": a name of two to four
 capitalised words, "is", "ist", "est" or "es", then a trade within six words). Only the
@@ -54,7 +59,16 @@ _CLOSING = re.compile(
     r"|^mit\s+material\s+(?:von|der|des)\b"
     r"|^\W*(?:anzeige|werbung|sponsored(?:\s+(?:post|content))?|paid\s+(?:post|content))\s*:"
     r"|^more\s+information\s*:"
-    r"|\bdoi:\s*10\.\d{4,}/",
+    r"|\bdoi:\s*10\.\d{4,}/"
+    r"|^(?:additional\s+)?reporting\s+by\b[^.!?]*;\s*(?:editing|writing)\s+by\b"
+    r"|^(?:editing|writing)\s+by\s+(?-i:[A-Z])"
+    r"|^our\s+standards\s*:"
+    r"|^(?:autor(?:in)?|author)\s*:"
+    r"|^\W*if\s+you\s+(?:enjoyed|liked)\s+(?:this|the|our)\s+(?:article|post|story|piece)\b"
+    r"|^\W*questions\?\s*comments\?"
+    r"|(?:bild|foto)material\b.{0,80}\bzur\s+verfügung\s+gestellt"
+    r"|^(?:den|die|das)\s+(?:komplette|ganze|vollständige)[nms]?\s+(?:beitrag|artikel|text)"
+    r"\s+lesen\s+sie\b",
     re.IGNORECASE,
 )
 #: an author's note: a name (two to four capitalised words), "is" in English, German,
@@ -96,6 +110,17 @@ _KEYWORDS = (
     "paid",
     "information",
     "doi:",
+    "reporting",
+    "editing",
+    "writing",
+    "standards",
+    "autor",
+    "author",
+    "enjoyed",
+    "liked",
+    "questions",
+    "verfügung",
+    "lesen sie",
 )
 
 

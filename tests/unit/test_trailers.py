@@ -37,6 +37,30 @@ def test_follow_reach_and_subscribe_lines_close_a_story() -> None:
     assert closing_line("Proceedings of the National Academy of Sciences (2019). DOI: 10.1073/pnas")
 
 
+def test_credits_pointers_and_appeals_close_a_story() -> None:
+    assert closing_line(
+        "Additional reporting by Steve Gorman; Editing by Marguerita Choy and Simon Cameron"
+    )
+    assert closing_line("Reporting by Jane Doe in London; Writing by John Roe")
+    assert closing_line("Editing by Nick Zieminski")
+    assert closing_line("Our Standards: The Thomson Reuters Trust Principles.")
+    assert closing_line("Autor: Steffen Pache, Sächsische Landesanstalt für Landwirtschaft")
+    assert closing_line("Das Bildmaterial wurde von der Machine Company zur Verfügung gestellt.")
+    assert closing_line(
+        "Den kompletten Beitrag lesen Sie in der neuen Juli-Ausgabe der Technology Review."
+    )
+    assert closing_line("If you enjoyed this article, we have a proposition for you: Join us.")
+    assert closing_line('"Questions? Comments? Email us at')
+
+
+def test_the_same_words_in_a_story_sentence_are_no_credit() -> None:
+    assert not closing_line("Reporting by the newspaper found that the mayor had lied.")
+    assert not closing_line("Editing by hand took the team three weeks, she said.")
+    assert not closing_line("Die Stadt hat das Gelände zur Verfügung gestellt.")
+    assert not closing_line("If you enjoyed the concert, you were not alone.")
+    assert not closing_line("Our standards of living have fallen, the report says.")
+
+
 def test_an_authors_note_closes_a_story() -> None:
     assert closing_line(
         "Liliana Segura is a journalist and an editor at The Nation Magazine. She is a "
@@ -126,6 +150,16 @@ def test_an_authors_note_set_as_a_quote_closes_the_story_too() -> None:
         "Paid post: brought to you by Acme.",
         "More information: J. Doe et al. A paper.",
         "Nature (2019). DOI: 10.1038/s41586",
+        "Additional reporting by Jane Doe; Editing by John Roe",
+        "Editing by John Roe",
+        "Writing by John Roe",
+        "Our Standards: The Trust Principles.",
+        "Autor: Jane Doe",
+        "Author: Jane Doe",
+        "If you liked this story, share it.",
+        "Questions? Comments? Email us.",
+        "Das Fotomaterial wurde uns zur Verfügung gestellt.",
+        "Den ganzen Artikel lesen Sie im Heft.",
     ],
 )
 def test_every_form_passes_the_keyword_test_in_front_of_the_expression(line: str) -> None:
