@@ -76,7 +76,7 @@ from knowledge_crawler.transform.stamps import (
     timestamp_line,
 )
 from knowledge_crawler.transform.title import page_title
-from knowledge_crawler.transform.trailers import closing_lines
+from knowledge_crawler.transform.trailers import closing_lines, republished_line
 
 if TYPE_CHECKING:
     import re
@@ -909,11 +909,43 @@ def _headline_end(blocks: list[Block], title: str) -> int:
             return at + 1
         if block.kind == "h" and len(block.text.split()) <= _KICKER_WORDS:
             continue
-        if block.kind == "p" and dated_line(block.text):
+        if block.kind == "p" and (dated_line(block.text) or _breadcrumbs(block.text)):
             continue
         if not any(later.text == block.text for later in blocks[at + 1 :]):
             return 0
     return 0
+
+
+#: what separates the steps of a breadcrumb trail ("Accueil > Actualités > ...")
+_CRUMB = re.compile("\\s[>\u00bb\u203a]\\s")  # a greater-than sign or an angle quote
+_CRUMBS_WORDS = 25
+
+
+def _breadcrumbs(text: str) -> bool:
+    """A breadcrumb trail: three steps or more of a short line ("Accueil > Actualités et
+    humeurs > Décisions de l'AG"), the page's place in its site."""
+    return len(_CRUMB.findall(text)) >= 2 and len(text.split()) <= _CRUMBS_WORDS
+
+
+#: the label of a box of a story's key points, set above the story as a list
+_HIGHLIGHTS = re.compile(
+    r"(?:story\s+)?highlights|key\s+points|in\s+brief|at\s+a\s+glance"
+    r"|das\s+wichtigste\s+in\s+kürze|auf\s+einen\s+blick|en\s+bref|l['\u2019]essentiel",
+    re.IGNORECASE,
+)
+
+
+def _highlights_end(blocks: list[Block]) -> int:
+    """Where the text starts after a box of the story's key points that opens it (CNN's
+    "STORY HIGHLIGHTS" and its list): 0 when it does not open with one."""
+    if len(blocks) < 2 or blocks[0].kind not in ("p", "h") or blocks[1].kind != "li":
+        return 0
+    if _HIGHLIGHTS.fullmatch(blocks[0].text.strip(" :")) is None:
+        return 0
+    end = 1
+    while end < len(blocks) and blocks[end].kind == "li":
+        end += 1
+    return end
 
 
 def _story_blocks(blocks: list[Block], title: str | None) -> list[Block]:
@@ -930,13 +962,16 @@ def _story_blocks(blocks: list[Block], title: str | None) -> list[Block]:
     for _ in range(2):
         if blocks and blocks[0].kind == "h" and _sentence_heading(blocks[0].text, bool(start)):
             blocks = blocks[1:]  # a standfirst set as a heading above the text
+    blocks = blocks[_highlights_end(blocks) :]
+    if blocks and blocks[0].kind == "p" and republished_line(blocks[0].text):
+        blocks = blocks[1:]  # "This article originally appeared on ..."
     quotes = pull_quotes([b.text for b in blocks], [b.kind == "quote" for b in blocks])
     if quotes:
         blocks = [b for i, b in enumerate(blocks) if i not in quotes]
     blocks = [
         b
         for b in blocks
-        if b.kind != "p"
+        if b.kind not in ("p", "li")
         or not (timestamp_line(b.text) or credit_line(b.text) or label_line(b.text))
     ]
     run = len(blocks)  # where the paragraphs (and quotes) that end the text start

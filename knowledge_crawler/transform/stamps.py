@@ -13,9 +13,11 @@ followed by nothing, or by a date or a time only. A sentence that starts with su
 time, may be a heading of a diary or a changelog, and stays. A byline alone ("By Jane
 Doe", "Par Jacques Munier": a word for "by" and two to six capitalised names) and a
 byline set as a bar that ends with a date ("Patricio Candia | Palma | 08/01/2014") are
-such lines too. :func:`credit_line` tells a line that credits a picture ("Fotos: Sophia
-Mahnert") or a caption that ends with its credit ("... Bild: dpa", "... REUTERS/Benoit
-Tessier"), and :func:`label_line` the label an ad slot or a share bar leaves behind.
+such lines too, and so is a line that only says how long the page takes to read ("Reading
+time: 4 min", "Tempo de leitura: 1 minuto"). :func:`credit_line` tells a line that
+credits a picture ("Fotos: Sophia Mahnert") or a caption that ends with its credit
+("... Bild: dpa", "... REUTERS/Benoit Tessier"), and :func:`label_line` the label an ad
+slot or a share bar leaves behind.
 """
 
 from __future__ import annotations
@@ -56,7 +58,19 @@ def timestamp_line(text: str) -> bool:
         _STAMP.fullmatch(text) is not None
         or _byline_bar(text)
         or _BYLINE.fullmatch(text) is not None
+        or _READING_TIME.fullmatch(text) is not None
     )
+
+
+#: how long the page takes to read: "Reading time: 4 min", "5 min read", "Lesezeit: 3
+#: Minuten", "Tempo de leitura: 1 minuto", "Temps de lecture : 2 min"
+_READING_TIME = re.compile(
+    r"(?:reading\s+time|read\s+time|lesezeit|lesedauer|temps\s+de\s+lecture|tempo\s+de\s+leitura"
+    r"|tiempo\s+de\s+lectura|tempo\s+di\s+lettura)\s*:?\s*(?:about\s+|ca\.\s*|circa\s+)?"
+    r"\d+\s*(?:min\w*|minutes?)\.?"
+    r"|\d+\s*(?:-\s*)?min(?:ute)?s?\.?\s+(?:read|lesezeit|de\s+lecture|de\s+leitura|de\s+lectura)",
+    re.IGNORECASE,
+)
 
 
 def label_line(text: str) -> bool:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["MAX_WORDS", "closing_line", "closing_lines"]
+__all__ = ["MAX_WORDS", "closing_line", "closing_lines", "republished_line"]
 
 #: the longest closing line (words)
 MAX_WORDS = 60
@@ -84,6 +84,21 @@ _BIO = re.compile(
 )
 #: the longest author's note (words): one says more than a closing line
 _BIO_WORDS = 120
+#: where the text was first published ("This article originally appeared on VICE US.",
+#: "Originally published at medium.com"): a line that opens or closes a copy
+_REPUBLISHED = re.compile(
+    r"\W*(?:(?:this|the)\s+(?:article|story|post|piece|interview|essay|text)\s+(?:was\s+|has\s+been\s+)?"
+    r"|it\s+was\s+)?(?:originally|first)\s+(?:appeared|published|ran|posted)\s+(?:on|in|at|by)\b",
+    re.IGNORECASE,
+)
+_REPUBLISHED_WORDS = 30
+
+
+def republished_line(text: str) -> bool:
+    """A line that says where the text was first published (see :data:`_REPUBLISHED`)."""
+    return len(text.split()) <= _REPUBLISHED_WORDS and _REPUBLISHED.match(text) is not None
+
+
 #: a copyright line ("© 2019 Science X Network", "Copyright 2014 The Associated Press")
 _COPYRIGHT = re.compile(r"(?:©|\(c\)\s|copyright\s+(?:©|\(c\)|\d{4}))", re.IGNORECASE)
 _COPYRIGHT_WORDS = 15
@@ -130,6 +145,8 @@ def closing_line(text: str) -> bool:
     if words <= _COPYRIGHT_WORDS and _COPYRIGHT.match(text.lstrip()):
         return True
     if words <= _BIO_WORDS and _BIO.match(text.lstrip()):
+        return True
+    if republished_line(text):
         return True
     if words > MAX_WORDS:
         return False

@@ -195,6 +195,27 @@ def test_a_standfirst_set_as_a_heading_goes_but_a_section_heading_stays() -> Non
         assert heading[4:-5] in _opening(heading)
 
 
+def test_a_breadcrumb_trail_above_the_headline_goes_with_it() -> None:
+    crumbs = "<p>Home &gt; Money &gt; Paying loans to banks that failed</p>"
+    assert _opening(crumbs + "<h1>Paying loans to banks that failed</h1>") == ""
+    two = "<p>Profits rose &gt; 5% and costs fell</p>"  # one '>' is no trail
+    assert "Profits rose" in _opening(two + "<h1>Paying loans to banks that failed</h1>")
+
+
+def test_a_box_of_key_points_that_opens_the_story_goes() -> None:
+    items = "<li>Borrowers still owe the money</li><li>Now to the state</li>"
+    box = f"<p>STORY HIGHLIGHTS</p><ul>{items}</ul>"
+    assert _opening(box) == ""
+    listed = "<p>What to bring:</p><ul><li>A passport</li><li>A pen</li></ul>"
+    assert "A passport" in _opening(listed)  # any other list stays
+
+
+def test_a_line_that_says_where_the_text_first_appeared_goes() -> None:
+    assert _opening("<p>This article originally appeared on VICE US.</p>") == ""
+    line = "<p>The bank first appeared on the list in 2009, the regulator said.</p>"
+    assert "first appeared" in _opening(line)
+
+
 def test_a_deck_after_the_headline_goes_whatever_it_ends_with() -> None:
     headline = "<h1>Paying loans to banks that failed</h1>"
     deck = "<h2>Borrowers of a failed bank still owe the money, and now to the state</h2>"

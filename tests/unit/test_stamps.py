@@ -27,6 +27,11 @@ from tests.unit.story import page_with, whole_story
         "Von Anna Maier und Jo Ott",
         "BY JANE DOE",
         "| von Inga Buller",
+        "Reading time: 4 min",
+        "5 min read",
+        "Lesezeit: 3 Minuten",
+        "Tempo de leitura: 1 minuto",
+        "Temps de lecture : 2 min",
     ],
 )
 def test_a_line_that_only_dates_the_page(line: str) -> None:
@@ -48,6 +53,8 @@ def test_a_line_that_only_dates_the_page(line: str) -> None:
         "By Monday",
         "Von Anfang an",
         "By John Smith, a reporter who covered the port",
+        "5 minutes of reading took him far",
+        "Reading time: the hour before bed",
     ],
 )
 def test_a_line_that_says_more_than_a_date(line: str) -> None:
@@ -108,4 +115,11 @@ def test_extraction_drops_an_ad_label_and_keeps_the_story() -> None:
 def test_extraction_drops_the_timestamp_line_and_keeps_the_story() -> None:
     text = extract(page_with("<p>Mis à jour le 29/10/2012 à 14h03</p>", at=0)).text
     assert "Mis à jour" not in text
+    assert whole_story(text)
+
+
+def test_extraction_drops_a_timestamp_set_as_a_list_item_and_keeps_the_story() -> None:
+    meta = "<ul><li>Updated 3:27 PM EST, Mon November 6, 2023</li><li>Reading time: 4 min</li></ul>"
+    text = extract(page_with(meta, at=0)).text
+    assert "Updated" not in text and "Reading time" not in text
     assert whole_story(text)

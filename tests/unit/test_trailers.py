@@ -51,6 +51,8 @@ def test_credits_pointers_and_appeals_close_a_story() -> None:
     )
     assert closing_line("If you enjoyed this article, we have a proposition for you: Join us.")
     assert closing_line('"Questions? Comments? Email us at')
+    assert closing_line("Originally published at medium.com on March 3, 2017.")
+    assert closing_line("This story was first published in Grist.")
 
 
 def test_the_same_words_in_a_story_sentence_are_no_credit() -> None:
@@ -59,6 +61,7 @@ def test_the_same_words_in_a_story_sentence_are_no_credit() -> None:
     assert not closing_line("Die Stadt hat das Gelände zur Verfügung gestellt.")
     assert not closing_line("If you enjoyed the concert, you were not alone.")
     assert not closing_line("Our standards of living have fallen, the report says.")
+    assert not closing_line("The virus first appeared in Wuhan, officials said.")
 
 
 def test_an_authors_note_closes_a_story() -> None:
