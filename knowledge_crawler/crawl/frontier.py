@@ -45,9 +45,12 @@ A process that dies without leaving stops counting as live once its heartbeat is
 
 A request taken from the queue is leased to its process (``PREFIX:SPIDER:leased``, scored
 by when the lease ends: ``KC_REDIS_LEASE_SECONDS``), renewed with the heartbeat while the
-engine has it in progress, and its lease ends when the engine is done with it. Each take
-first hands the expired leases back to the queue, so the requests of a process that died
-are fetched by another (``kc/frontier/reclaimed``); no process ends while one is leased.
+engine has it in progress and until the store has committed what its page taught the
+crawl (the page, its links, a failure), and then its lease ends. Each take first hands
+the expired leases back to the queue, so the requests of a process that died, scraped
+or not, written or not, are fetched by another (``kc/frontier/reclaimed``); no process
+ends while one is leased. An idle process whose pages are not committed yet has its
+store flush them, and stays until they are.
 
 No Redis round trip runs on the reactor thread (issue 24): each scheduler has one thread
 that does all of them (:class:`_RedisThread`). Requests to schedule go to it and on to
@@ -92,6 +95,7 @@ from twisted.internet.defer import Deferred
 from knowledge_crawler import meta
 from knowledge_crawler.config import KcConfig, display_url
 from knowledge_crawler.crawl import request_json
+from knowledge_crawler.crawl.runtime import open_runtime
 from knowledge_crawler.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -130,6 +134,8 @@ QUEUE = "knowledge_crawler.crawl.frontier.SharedQueue"
 HEARTBEAT_SECONDS = 10.0
 #: how often a process waiting for its peers looks at the shared queue (s)
 POLL_SECONDS = 0.5
+#: how often an idle process looks whether the store has committed its pages (s)
+COMMIT_POLL_SECONDS = 0.1
 #: a process whose heartbeat is older than this (s) is gone (killed, its machine lost)
 STALE_SECONDS = 60
 #: how often a process whose Redis does not answer asks it again (s)
@@ -882,6 +888,9 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
     #: with their entries (leased to this process)
     lease: float
     _in_hand: dict[Request, bytes]
+    #: the requests the engine is done with whose items the store has not committed yet,
+    #: with the store's count of operations made when they were done (still leased)
+    _uncommitted: deque[tuple[int, bytes]]
     _thread: _RedisThread | None = None
     #: what the Redis thread posted, for the reactor thread to run (_pump)
     _inbox: queue_module.SimpleQueue[tuple[Callable[..., None], tuple[Any, ...]]]
@@ -899,6 +908,8 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
     _idle_asked: int | None = None
     _idle_answer_of: tuple[int, bool] | None = None
     _idle_answered_at = 0.0
+    #: a flush of the store this process asked for while idle (_flush_store)
+    _flushing: asyncio.Future[None] | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SharedScheduler:
@@ -924,6 +935,7 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
         scheduler.grace = config.redis_grace_seconds
         scheduler.lease = config.redis_lease_seconds
         scheduler._in_hand = {}
+        scheduler._uncommitted = deque()
         scheduler.redis_url = display_url(config.redis_url)
         crawler.signals.connect(scheduler._spider_idle, signal=signals.spider_idle)
         return scheduler
@@ -1168,15 +1180,31 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
 
     def _settle(self, *, done_all: bool = False) -> None:
         """Hand the Redis thread the entries of the requests this process is done with (the
-        engine no longer has them in progress; all of them when ``done_all``): their leases
-        end."""
-        if not self._in_hand:
+        engine no longer has them in progress; all of them when ``done_all``) and whose
+        items the store has committed: their leases end. Until then a request stays leased
+        to this process (renewed with the heartbeat), so that if the process dies before
+        its batch commits, the lease runs out and another process fetches the page again:
+        what a page taught the crawl (the page, its links) is in the database, or its
+        request is in Redis."""
+        if self._in_hand:
+            slot = getattr(self._engine(), "_slot", None)
+            busy: set[Request] = set() if done_all else getattr(slot, "inprogress", set())
+            done = [request for request in self._in_hand if request not in busy]
+            if done:
+                # the items of a request are in the store pipeline once the engine is done
+                # with it: they are among the operations made so far
+                runtime = open_runtime(self.crawler)
+                made = runtime.ops_made if runtime is not None else 0
+                self._uncommitted.extend((made, self._in_hand.pop(request)) for request in done)
+        if not self._uncommitted:
             return
-        slot = getattr(self._engine(), "_slot", None)
-        busy: set[Request] = set() if done_all else getattr(slot, "inprogress", set())
-        done = [request for request in self._in_hand if request not in busy]
-        if done:
-            self._tell(done=[self._in_hand.pop(request) for request in done])
+        runtime = open_runtime(self.crawler)
+        committed = runtime.ops_committed if runtime is not None else 0
+        stored = []
+        while self._uncommitted and self._uncommitted[0][0] <= committed:
+            stored.append(self._uncommitted.popleft()[1])
+        if stored:
+            self._tell(done=stored)
 
     def _engine(self) -> ExecutionEngine | None:
         """The crawl's engine; None before the crawl starts."""
@@ -1193,6 +1221,10 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
             return
         self._pump()
         self._settle(done_all=True)  # idle: nothing is in progress
+        if self._uncommitted:  # this process's own pages are not in the database yet
+            self._flush_store()
+            self._wake(COMMIT_POLL_SECONDS)
+            raise DontCloseSpider
         if self._down or self._unsettled or self._local:
             self._wake(POLL_SECONDS)
             raise DontCloseSpider
@@ -1206,6 +1238,15 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
             self._idle_asked = self._epoch
             self._tell(idle_ask=self._epoch)
         raise DontCloseSpider
+
+    def _flush_store(self) -> None:
+        """Have the store commit what it holds now rather than when its batch is old
+        enough (``KC_STORE_FLUSH_SECONDS``): an idle process waits for it to end leases."""
+        runtime = open_runtime(self.crawler)
+        if runtime is None or self._loop is None:
+            return
+        if self._flushing is None or self._flushing.done():
+            self._flushing = asyncio.ensure_future(runtime.flush_store(), loop=self._loop)
 
     def _sync(self, *, fill: bool = True, timeout: float = 30.0) -> None:
         """Wait until the Redis thread has done what it was handed so far (with ``fill``,

@@ -339,6 +339,11 @@ class Runtime:
         self.stage_pool: StagePool | None = None
         #: commits what the store pipeline holds in memory (set by it when it opens)
         self.flush_store: Callable[[], Awaitable[None]] = _nothing_to_flush
+        #: how many store operations items have made, and how many of the first of them
+        #: are committed (the store pipeline counts both): a request whose items were
+        #: made when ``ops_made`` was N is in the database once ``ops_committed`` >= N
+        self.ops_made = 0
+        self.ops_committed = 0
         #: the crawl's writer lease on its sources, once taken (:meth:`hold_lease`)
         self.lease: LeaseKeeper | None = None
         self._lease_taken: asyncio.Future[bool] | None = None
@@ -739,6 +744,12 @@ def _job_id(spider: Spider) -> str | None:
 
 
 _RUNTIMES: WeakKeyDictionary[Crawler, Runtime] = WeakKeyDictionary()
+
+
+def open_runtime(crawler: Crawler) -> Runtime | None:
+    """The crawler's :class:`Runtime` if one is open (None: nothing in this crawl uses the
+    store, and nothing is opened for asking)."""
+    return _RUNTIMES.get(crawler)
 
 
 def runtime_for(crawler: Crawler) -> Runtime:

@@ -25,7 +25,12 @@ No row is lost and none is written twice:
   :mod:`knowledge_crawler.store.rescue`, which loads it back): one JSON object a
   line, ``{"page": {...}}`` or ``{"duplicate_update": {...}}``; never in another
   folder;
-* the age ticker outlives any error, and ``close_spider`` always flushes.
+* the age ticker outlives any error, and ``close_spider`` always flushes;
+* it counts the operations items made and how many of them are committed
+  (``Runtime.ops_made``, ``Runtime.ops_committed``): in a shared crawl a request's
+  lease in Redis ends only once what its page made is committed, so a process killed
+  with rows in memory leaves their pages to another process
+  (:mod:`knowledge_crawler.crawl.frontier`).
 
 When several processes crawl together (``KC_REDIS_URL``), a page may be judged the
 duplicate of a page another process fetched and has not stored yet (its batch
@@ -246,6 +251,7 @@ class StorePipeline(KcPipeline):
         if not self._ops:
             self._oldest = time.monotonic()
         self._ops += ops
+        self.runtime.ops_made += len(ops)
         if len(self._ops) >= self.batch_size and self._failed is None:
             await self.flush()
         return item
@@ -468,6 +474,7 @@ class StorePipeline(KcPipeline):
                 self._fail(exc, time.monotonic() - started)
                 return
             del self._ops[:n]
+            self.runtime.ops_committed += n
             self._oldest = started  # rows that came in meanwhile are younger than that
             if self._shared:
                 self._wait_for_peers(batch, result, waiting)
@@ -636,11 +643,13 @@ class StorePipeline(KcPipeline):
                 result = await self._write(batch, batch_id)
                 self._unsettled = None
                 del self._ops[:held]
+                self.runtime.ops_committed += held
                 n -= held
                 self._count(result)
             if n:
                 result = await self._write(self._ops[:n], new_batch_id())
                 del self._ops[:n]
+                self.runtime.ops_committed += n
                 self._count(result)
         except Exception as exc:
             logger.warning("store: still cannot write: %s", " ".join(str(exc).split()))

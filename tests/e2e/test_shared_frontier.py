@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -193,3 +194,71 @@ def test_two_processes_share_the_page_budget(
     over = sum(int(json.loads(str(r[0])).get("kc/discovery/over_max_pages", 0)) for r in runs)
     assert over > 0
     assert_keys_cleared(redis_prefix)
+
+
+def test_a_process_killed_before_its_batch_commits_loses_no_page_of_the_crawl(
+    site: TestSite, postgres_url: str, redis_prefix: str, db_url: str, tmp_path: Path
+) -> None:
+    """A request's lease ends once what the page taught the crawl is committed, not once it
+    is scraped: a process killed with pages in its unwritten batch leaves their requests
+    leased, another process takes them when the leases end, and the crawl's rows are those
+    of a crawl never stopped (pages found only through links included)."""
+    seeds = tmp_path / "links.toml"
+    seeds.write_text(
+        f'[[source]]\nid = "links"\nstart_urls = ["{site.url}"]\ndepth_limit = 5\n',
+        encoding="utf-8",
+    )
+    crawl = [str(BIN / "scrapy"), "crawl", "knowledge", "-a", f"seeds={seeds}"]
+    crawl += ["-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "LOG_LEVEL=DEBUG"]
+    alone = subprocess.run(
+        crawl,
+        cwd=REPO,
+        env={**os.environ, "KC_DATABASE_URL": db_url, "KC_REDIS_URL": ""},
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    expected = {r["canonical_url"] for r in query(db_url, "SELECT canonical_url FROM pages")}
+    assert len(expected) > 40  # hubs, articles, copies: found only through links
+
+    site.slow("/", 0.15)
+    env = {
+        **os.environ,
+        "KC_DATABASE_URL": postgres_url,
+        "KC_ARCHIVE_DIR": str(tmp_path / "archive"),
+        "KC_REDIS_URL": REDIS_URL,
+        "KC_REDIS_KEY_PREFIX": redis_prefix,
+        "KC_REDIS_LEASE_SECONDS": "3",
+    }
+    # The process to be killed holds every row in memory: its batch would commit at close.
+    holding = [*crawl, "-s", "KC_STORE_FLUSH_SECONDS=600", "-s", "KC_STORE_BATCH_SIZE=100000"]
+    killed_log, survivor_log = tmp_path / "killed.log", tmp_path / "survivor.log"
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        with killed_log.open("wb") as sink:
+            procs.append(subprocess.Popen(holding, cwd=REPO, env=env, stderr=sink))
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and procs[0].poll() is None:
+            if len(fetched_pages(killed_log.read_text("utf-8", "replace"))) >= 8:
+                break
+            time.sleep(0.05)
+        with survivor_log.open("wb") as sink:
+            procs.append(subprocess.Popen(crawl, cwd=REPO, env=env, stderr=sink))
+        time.sleep(1.0)  # both in the crawl, the first with pages scraped and not written
+        procs[0].kill()
+        procs[0].wait(timeout=30)
+        procs[1].wait(timeout=240)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    err = survivor_log.read_text("utf-8", "replace")
+    assert procs[1].returncode == 0, err[-3000:]
+    killed_pages = fetched_pages(killed_log.read_text("utf-8", "replace"))
+    assert len(killed_pages) >= 8, "the killed process must have scraped pages of its own"
+    stored = {str(r[0]) for r in run_sql(postgres_url, "SELECT canonical_url FROM pages")}
+    assert stored == expected, sorted(expected - stored)[:10]
+    assert "kc/frontier/reclaimed" in err, err[-3000:]  # its requests were taken again

@@ -290,3 +290,32 @@ def test_a_batch_or_take_whose_answer_was_lost_is_neither_lost_nor_done_twice(
     scheduler._sync(fill=False)
     assert redis_server.zcard(scheduler.keys.leased) == 0
     assert redis_server.zcard(scheduler.keys.requests) == 0
+
+
+def test_a_done_request_stays_leased_until_the_store_commits_its_items(
+    scheduler: SharedScheduler, redis_server: Any
+) -> None:
+    """The engine is done with a page once its items are in the store pipeline's memory;
+    its lease ends only once the store has committed them, so that a process killed in
+    between leaves the page to another process."""
+    from knowledge_crawler.crawl import runtime as runtime_module
+
+    store = SimpleNamespace(ops_made=0, ops_committed=0)
+    runtime_module._RUNTIMES[scheduler.crawler] = store  # type: ignore[assignment]
+    try:
+        scheduler.enqueue_request(Request("https://x.test/a", callback=scheduler.spider.parse))
+        assert take(scheduler) is not None
+        store.ops_made = 3  # the page, its links and a duplicate decision, in memory
+        scheduler._settle(done_all=True)
+        scheduler._sync(fill=False)
+        assert redis_server.zcard(scheduler.keys.leased) == 1  # still this process's
+        store.ops_committed = 2  # a batch that holds only part of them
+        scheduler._settle()
+        scheduler._sync(fill=False)
+        assert redis_server.zcard(scheduler.keys.leased) == 1
+        store.ops_committed = 3
+        scheduler._settle()
+        scheduler._sync(fill=False)
+        assert redis_server.zcard(scheduler.keys.leased) == 0
+    finally:
+        del runtime_module._RUNTIMES[scheduler.crawler]
