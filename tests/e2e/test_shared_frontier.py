@@ -31,6 +31,40 @@ BIN = Path(sys.executable).parent
 CRAWLED = re.compile(r"Crawled \((\d+)\) <GET ([^>]+)>")
 
 
+def crawl_command(seeds: str) -> list[str]:
+    """``scrapy crawl knowledge`` of ``seeds``, fast, with a line for each response
+    (LOG_LEVEL=DEBUG)."""
+    fast = ["-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False"]
+    debug = ["-s", "LOG_LEVEL=DEBUG"]
+    return [str(BIN / "scrapy"), "crawl", "knowledge", "-a", f"seeds={seeds}", *fast, *debug]
+
+
+def crawl_alone(crawl: list[str], db_url: str) -> set[str]:
+    """Run ``crawl`` in one process without Redis into ``db_url``: the pages it stores,
+    which the processes of a shared crawl must store together."""
+    alone = subprocess.run(
+        crawl,
+        cwd=REPO,
+        env={**os.environ, "KC_DATABASE_URL": db_url, "KC_REDIS_URL": ""},
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    return {r["canonical_url"] for r in query(db_url, "SELECT canonical_url FROM pages")}
+
+
+def shared_env(postgres_url: str, redis_prefix: str, tmp_path: Path) -> dict[str, str]:
+    """The settings of the processes of one shared crawl: one database, one Redis."""
+    return {
+        "KC_DATABASE_URL": postgres_url,
+        "KC_ARCHIVE_DIR": str(tmp_path / "archive"),
+        "KC_REDIS_URL": REDIS_URL,
+        "KC_REDIS_KEY_PREFIX": redis_prefix,
+    }
+
+
 def fetched_pages(stderr: str) -> list[tuple[str, str]]:
     """(status, URL) of each response of a crawl, robots.txt left out (every process reads it)."""
     return [(m[1], m[2]) for m in CRAWLED.finditer(stderr) if not m[2].endswith("/robots.txt")]
@@ -100,32 +134,16 @@ def assert_keys_cleared(prefix: str) -> None:
 def test_two_processes_fetch_each_page_once_into_one_dataset(
     site: TestSite, postgres_url: str, redis_prefix: str, db_url: str, tmp_path: Path
 ) -> None:
-    crawl = [str(BIN / "scrapy"), "crawl", "knowledge", "-a", f"seeds={site.url}"]
-    crawl += ["-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "LOG_LEVEL=DEBUG"]
+    crawl = crawl_command(site.url)
     # One process alone, as before (no Redis): the pages the crawl must store.
-    alone = subprocess.run(
-        crawl,
-        cwd=REPO,
-        env={**os.environ, "KC_DATABASE_URL": db_url, "KC_REDIS_URL": ""},
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert alone.returncode == 0, alone.stderr[-3000:]
-    expected = {r["canonical_url"] for r in query(db_url, "SELECT canonical_url FROM pages")}
+    expected = crawl_alone(crawl, db_url)
     assert len(expected) > 20
     alone_clusters = clusters([tuple(r.values()) for r in query(db_url, DUPLICATES)])
     assert len(alone_clusters) >= 4, alone_clusters
 
     # Slow pages keep both processes in the crawl together.
     site.slow("/", 0.15)
-    env = {
-        "KC_DATABASE_URL": postgres_url,
-        "KC_ARCHIVE_DIR": str(tmp_path / "archive"),
-        "KC_REDIS_URL": REDIS_URL,
-        "KC_REDIS_KEY_PREFIX": redis_prefix,
-    }
+    env = shared_env(postgres_url, redis_prefix, tmp_path)
     # Each process moves its dedupe state into its temporary file after 5 pages.
     results = crawl_together([*crawl, "-s", "KC_DEDUPE_MEMORY_PAGES=5"], env, tmp_path)
 
@@ -175,15 +193,9 @@ def test_two_processes_share_the_page_budget(
 ) -> None:
     seeds = tmp_path / "site.toml"
     seeds.write_text(f'[[source]]\nid = "budget"\nstart_urls = ["{site.url}"]\nmax_pages = 12\n')
-    crawl = [str(BIN / "scrapy"), "crawl", "knowledge", "-a", f"seeds={seeds}"]
-    crawl += ["-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "LOG_LEVEL=DEBUG"]
+    crawl = crawl_command(str(seeds))
     site.slow("/", 0.1)
-    env = {
-        "KC_DATABASE_URL": postgres_url,
-        "KC_ARCHIVE_DIR": str(tmp_path / "archive"),
-        "KC_REDIS_URL": REDIS_URL,
-        "KC_REDIS_KEY_PREFIX": redis_prefix,
-    }
+    env = shared_env(postgres_url, redis_prefix, tmp_path)
     results = crawl_together(crawl, env, tmp_path)
     # 12 pages for the crawl, not 12 for each process
     urls = [url for _, err in results for _, url in fetched_pages(err)]
@@ -208,28 +220,14 @@ def test_a_process_killed_before_its_batch_commits_loses_no_page_of_the_crawl(
         f'[[source]]\nid = "links"\nstart_urls = ["{site.url}"]\ndepth_limit = 5\n',
         encoding="utf-8",
     )
-    crawl = [str(BIN / "scrapy"), "crawl", "knowledge", "-a", f"seeds={seeds}"]
-    crawl += ["-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "LOG_LEVEL=DEBUG"]
-    alone = subprocess.run(
-        crawl,
-        cwd=REPO,
-        env={**os.environ, "KC_DATABASE_URL": db_url, "KC_REDIS_URL": ""},
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert alone.returncode == 0, alone.stderr[-3000:]
-    expected = {r["canonical_url"] for r in query(db_url, "SELECT canonical_url FROM pages")}
+    crawl = crawl_command(str(seeds))
+    expected = crawl_alone(crawl, db_url)
     assert len(expected) > 40  # hubs, articles, copies: found only through links
 
     site.slow("/", 0.15)
     env = {
         **os.environ,
-        "KC_DATABASE_URL": postgres_url,
-        "KC_ARCHIVE_DIR": str(tmp_path / "archive"),
-        "KC_REDIS_URL": REDIS_URL,
-        "KC_REDIS_KEY_PREFIX": redis_prefix,
+        **shared_env(postgres_url, redis_prefix, tmp_path),
         "KC_REDIS_LEASE_SECONDS": "3",
     }
     # The process to be killed holds every row in memory: its batch would commit at close.

@@ -37,22 +37,33 @@ def test_follow_reach_and_subscribe_lines_close_a_story() -> None:
     assert closing_line("Proceedings of the National Academy of Sciences (2019). DOI: 10.1073/pnas")
 
 
-def test_credits_pointers_and_appeals_close_a_story() -> None:
-    assert closing_line(
-        "Additional reporting by Steve Gorman; Editing by Marguerita Choy and Simon Cameron"
-    )
-    assert closing_line("Reporting by Jane Doe in London; Writing by John Roe")
-    assert closing_line("Editing by Nick Zieminski")
-    assert closing_line("Our Standards: The Thomson Reuters Trust Principles.")
-    assert closing_line("Autor: Steffen Pache, Sächsische Landesanstalt für Landwirtschaft")
-    assert closing_line("Das Bildmaterial wurde von der Machine Company zur Verfügung gestellt.")
-    assert closing_line(
-        "Den kompletten Beitrag lesen Sie in der neuen Juli-Ausgabe der Technology Review."
-    )
-    assert closing_line("If you enjoyed this article, we have a proposition for you: Join us.")
-    assert closing_line('"Questions? Comments? Email us at')
-    assert closing_line("Originally published at medium.com on March 3, 2017.")
-    assert closing_line("This story was first published in Grist.")
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Additional reporting by Steve Gorman; Editing by Marguerita Choy and Simon Cameron",
+        "Reporting by Jane Doe in London; Writing by John Roe",
+        "Editing by Nick Zieminski",
+        "Our Standards: The Thomson Reuters Trust Principles.",
+        "Autor: Steffen Pache, Sächsische Landesanstalt für Landwirtschaft",
+        "Das Bildmaterial wurde von der Machine Company zur Verfügung gestellt.",
+        "Den kompletten Beitrag lesen Sie in der neuen Juli-Ausgabe der Technology Review.",
+        "If you enjoyed this article, we have a proposition for you: Join us.",
+        '"Questions? Comments? Email us at',
+        "Originally published at medium.com on March 3, 2017.",
+        "This story was first published in Grist.",
+        "Liliana Segura is a journalist and an editor at The Nation Magazine. She is a "
+        "board member of the Ad Hoc Committee.",
+        "Max Blumenthal is an award-winning journalist and the author of books.",
+        "Eric Song is IGN's deal curator and spends his pay on what he posts.",
+        "Inga Buller ist Head of Social & Community bei CHIP.",
+        "Anna Maria Schmidt ist Wirtschaftsredakteurin in Berlin.",
+        "Jean Dupont est rédacteur en chef adjoint du journal.",
+        # an author's note says more than a closing line may
+        "Klaas Bollhoefer ist Chief Evangelist von The Machine Company. " + "Wort " * 90,
+    ],
+)
+def test_credits_appeals_and_authors_notes_close_a_story(line: str) -> None:
+    assert closing_line(line)
 
 
 def test_the_same_words_in_a_story_sentence_are_no_credit() -> None:
@@ -62,20 +73,6 @@ def test_the_same_words_in_a_story_sentence_are_no_credit() -> None:
     assert not closing_line("If you enjoyed the concert, you were not alone.")
     assert not closing_line("Our standards of living have fallen, the report says.")
     assert not closing_line("The virus first appeared in Wuhan, officials said.")
-
-
-def test_an_authors_note_closes_a_story() -> None:
-    assert closing_line(
-        "Liliana Segura is a journalist and an editor at The Nation Magazine. She is a "
-        "board member of the Ad Hoc Committee."
-    )
-    assert closing_line("Max Blumenthal is an award-winning journalist and the author of books.")
-    assert closing_line("Eric Song is IGN's deal curator and spends his pay on what he posts.")
-    assert closing_line("Inga Buller ist Head of Social & Community bei CHIP.")
-    assert closing_line("Anna Maria Schmidt ist Wirtschaftsredakteurin in Berlin.")
-    assert closing_line("Jean Dupont est rédacteur en chef adjoint du journal.")
-    note = "Klaas Bollhoefer ist Chief Evangelist von The Machine Company. " + "Wort " * 90
-    assert closing_line(note)  # a note says more than a closing line may
 
 
 def test_what_is_no_authors_note_is_no_closing_line() -> None:
