@@ -78,6 +78,11 @@ class CommitCutter:
             self._armed = (after, committed, refuse)
             self.cut_done.clear()
 
+    def stop_refusing(self) -> None:
+        """Let the next connections through again (the server is reachable again)."""
+        with self._lock:
+            self._refuse = 0
+
     def _accept(self) -> None:
         while not self._stopped:
             try:

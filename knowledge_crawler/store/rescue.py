@@ -3,7 +3,8 @@ loaded back through the store's normal batch path.
 
 When the database stays unusable past ``KC_STORE_RETRY_SECONDS``, the store pipeline
 writes what it still holds to ``<database>.unsaved-<run id>.jsonl`` in the database's
-folder (a PostgreSQL database has none: the crawl's working folder), one operation a
+folder (a PostgreSQL database has none: ``knowledge-<its digest>.unsaved-<run
+id>.jsonl`` in the crawl's working folder, see :func:`rescue_path`), one operation a
 line (:func:`operation_dict`), the file readable by its owner only (0600). Never in a
 shared temporary folder: when the file cannot be made where it belongs, the crawl says
 so and names every page it lost.
@@ -14,12 +15,13 @@ duplicates and checkpoints behave as they do in a crawl. Loading is idempotent: 
 whose stored fetch is as new as the file's (or newer) is left as stored, so loading a
 file twice writes no page twice and an old file never reverts a page crawled since.
 Once loaded, the file is renamed ``FILE.loaded``. ``knowledge-crawler rescue FILE``
-loads one; a crawl loads the ones beside its database when it starts.
+loads one; a crawl loads those of its database when it starts (:func:`left_over_rescues`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import re
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from knowledge_crawler.config import display_url
 from knowledge_crawler.errors import ConfigError
 from knowledge_crawler.store.base import (
     CheckpointAdvance,
@@ -67,12 +70,22 @@ _NAME = re.compile(r"^(?P<db>.+)\.unsaved-(?P<run>[^./]+)\.jsonl$")
 
 def rescue_path(database_url: str, run: int | str) -> Path:
     """Where a crawl of ``database_url`` keeps what run ``run`` could not store: beside a
-    SQLite file; for another database, in the working folder."""
+    SQLite file; for another database (which has no folder), in the working folder,
+    under a name that says which database it is for (:func:`_stand_in`)."""
+    stand_in = _stand_in(database_url)
+    return stand_in.with_name(f"{stand_in.name}.unsaved-{run}.jsonl")
+
+
+def _stand_in(database_url: str) -> Path:
+    """The path rescue files of ``database_url`` are named after: the SQLite file, or for
+    another database ``knowledge-<12 hex digits>`` in the working folder, the digits the
+    SHA-256 of the URL as logs show it (no password): a crawl of the same database from
+    the same folder finds the files, and no other database's crawl takes them."""
     prefix = "sqlite:///"
     if database_url.startswith(prefix) and database_url[len(prefix) :] not in ("", ":memory:"):
-        db = Path(database_url[len(prefix) :])
-        return db.with_name(f"{db.name}.unsaved-{run}.jsonl")
-    return Path.cwd() / f"knowledge.unsaved-{run}.jsonl"
+        return Path(database_url[len(prefix) :])
+    digest = hashlib.sha256(display_url(database_url).encode("utf-8")).hexdigest()[:12]
+    return Path.cwd() / f"knowledge-{digest}"
 
 
 def write_rescue(path: Path, operations: Sequence[Operation]) -> None:
@@ -310,11 +323,12 @@ def load_rescue(
 
 
 def left_over_rescues(database_url: str) -> Iterator[Path]:
-    """The rescue files not loaded yet beside a SQLite database, oldest run first."""
-    prefix = "sqlite:///"
-    if not database_url.startswith(prefix) or database_url[len(prefix) :] in ("", ":memory:"):
+    """The rescue files of ``database_url`` not loaded yet, oldest run first: beside a
+    SQLite database, or for another database those of its name in the working folder
+    (:func:`rescue_path`). None for an in-memory database."""
+    if database_url.rstrip("/") in ("sqlite:", "sqlite:///:memory:"):
         return iter(())
-    db = Path(database_url[len(prefix) :])
+    db = _stand_in(database_url)
     if not db.parent.is_dir():
         return iter(())
 

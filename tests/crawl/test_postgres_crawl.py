@@ -86,3 +86,56 @@ async def test_a_batch_whose_commit_was_lost_counts_once_in_its_run(
     assert run["pages_new"] == len(pages) == stats["kc/store/inserted"]
     assert run["upserts_completed"] == len(pages)
     assert run["responses_200_unchanged"] == 0
+
+
+@coroutine_test
+async def test_what_a_postgresql_crawl_could_not_store_is_loaded_by_its_next_crawl(
+    site: TestSite, postgres_url: str, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server goes out of reach for longer than the retry window: the crawl stops and
+    keeps the rows it held in a file in its working folder named for its database. A crawl
+    of another database from the same folder leaves the file alone; the next crawl of this
+    one loads it first, and ends with the rows of a crawl never disturbed."""
+    import json
+
+    from tests.pg_proxy import CommitCutter
+
+    folder = tmp_path / "work"
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    settings = {
+        "KC_ARCHIVE_DIR": str(tmp_path / "archive"),
+        "KC_STORE_BATCH_SIZE": 10,
+        "KC_STORE_RETRY_SECONDS": 1.0,
+        # the failed crawl cannot let go of its writer lease (the server is gone): the
+        # next crawl waits for it to run out
+        "KC_LEASE_TTL_SECONDS": 2.0,
+        "KC_LEASE_WAIT_SECONDS": 30.0,
+    }
+    with CommitCutter(postgres_url) as cutter:
+        url = cutter.url(postgres_url)
+        open_store(url).close()
+        # the first batch with new pages never commits, and the server is gone from then on
+        cutter.arm(after=b"COPY page_content", committed=False, refuse=1_000_000)
+        failed = await run_crawl(url, settings, seeds=site.url)
+        assert failed.stats.get_value("kc/store/failed"), failed.stats.get_stats()
+        [rescue_file] = folder.glob("knowledge-*.unsaved-*.jsonl")
+        lines = [json.loads(line) for line in rescue_file.read_text().splitlines()]
+        rescued = {
+            (d["page"]["source_id"], d["page"]["canonical_url"]) for d in lines if "page" in d
+        }
+        assert rescued, "nothing was rescued: the cut came after the crawl"
+        assert not rescued & set(stored(postgres_url))
+
+        # a crawl of another database, from the same folder, is not this file's
+        calm = await run_crawl(db_url, settings, seeds=site.url)
+        assert calm.stats.get_value("kc/rescue/files") is None
+        assert rescue_file.is_file()
+
+        cutter.stop_refusing()
+        again = await run_crawl(url, settings, seeds=site.url)
+    assert again.stats.get_value("kc/rescue/files") == 1
+    assert again.stats.get_value("kc/rescue/pages") == len(rescued)
+    assert not rescue_file.exists()
+    assert rescue_file.with_name(rescue_file.name + ".loaded").is_file()
+    assert set(stored(postgres_url)) == set(stored(db_url))
