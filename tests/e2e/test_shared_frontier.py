@@ -224,27 +224,30 @@ def test_a_process_killed_before_its_batch_commits_loses_no_page_of_the_crawl(
     expected = crawl_alone(crawl, db_url)
     assert len(expected) > 40  # hubs, articles, copies: found only through links
 
-    site.slow("/", 0.15)
+    # Two requests at a time each, on slow pages: the crawl outlasts the kill below by
+    # seconds, whatever the machine's speed.
+    site.slow("/", 0.3)
     env = {
         **os.environ,
         **shared_env(postgres_url, redis_prefix, tmp_path),
         "KC_REDIS_LEASE_SECONDS": "3",
     }
+    crawl += ["-s", "CONCURRENT_REQUESTS=2"]
     # The process to be killed holds every row in memory: its batch would commit at close.
     holding = [*crawl, "-s", "KC_STORE_FLUSH_SECONDS=600", "-s", "KC_STORE_BATCH_SIZE=100000"]
     killed_log, survivor_log = tmp_path / "killed.log", tmp_path / "survivor.log"
     procs: list[subprocess.Popen[bytes]] = []
     try:
-        with killed_log.open("wb") as sink:
-            procs.append(subprocess.Popen(holding, cwd=REPO, env=env, stderr=sink))
+        for command, log in ((holding, killed_log), (crawl, survivor_log)):
+            with log.open("wb") as sink:
+                procs.append(subprocess.Popen(command, cwd=REPO, env=env, stderr=sink))
+        # killed once it has scraped pages and the survivor is in the crawl too
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and procs[0].poll() is None:
-            if len(fetched_pages(killed_log.read_text("utf-8", "replace"))) >= 8:
+            joined = "shared frontier in Redis" in survivor_log.read_text("utf-8", "replace")
+            if joined and len(fetched_pages(killed_log.read_text("utf-8", "replace"))) >= 8:
                 break
             time.sleep(0.05)
-        with survivor_log.open("wb") as sink:
-            procs.append(subprocess.Popen(crawl, cwd=REPO, env=env, stderr=sink))
-        time.sleep(1.0)  # both in the crawl, the first with pages scraped and not written
         procs[0].kill()
         procs[0].wait(timeout=30)
         procs[1].wait(timeout=240)
