@@ -1186,6 +1186,7 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
         its batch commits, the lease runs out and another process fetches the page again:
         what a page taught the crawl (the page, its links) is in the database, or its
         request is in Redis."""
+        runtime = open_runtime(self.crawler)  # None: no store counts operations
         if self._in_hand:
             slot = getattr(self._engine(), "_slot", None)
             busy: set[Request] = set() if done_all else getattr(slot, "inprogress", set())
@@ -1193,12 +1194,10 @@ class SharedScheduler(Scheduler):  # type: ignore[misc]  # scrapy-redis has no t
             if done:
                 # the items of a request are in the store pipeline once the engine is done
                 # with it: they are among the operations made so far
-                runtime = open_runtime(self.crawler)
                 made = runtime.ops_made if runtime is not None else 0
                 self._uncommitted.extend((made, self._in_hand.pop(request)) for request in done)
         if not self._uncommitted:
             return
-        runtime = open_runtime(self.crawler)
         committed = runtime.ops_committed if runtime is not None else 0
         stored = []
         while self._uncommitted and self._uncommitted[0][0] <= committed:
