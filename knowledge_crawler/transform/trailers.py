@@ -16,14 +16,14 @@ Beitrag ist in Zusammenarbeit mit ... entstanden", "Sponsored: ..."); or that ci
 page or the paper it reports on ("Citation: ... retrieved ... from <address>", "More
 information: ...", a reference with a DOI), credits its reporting ("Contributing: ...",
 "... contributed to this report", "Additional reporting by ...; Editing by ...", "Our
-Standards: The Thomson Reuters Trust Principles.", "Autor:
-...", "Das Bildmaterial wurde von ... zur Verfügung gestellt"), points to where the rest
-is ("Den kompletten Beitrag lesen Sie in der neuen Juli-Ausgabe ..."), asks for a reader's
-money or mail ("If you enjoyed this article, ... Join NRPLUS", "Questions? Comments? Email
-us at"), or claims its copyright; or
-that says who its author is ("Liliana Segura is a journalist and an editor at The
-Nation", "Inga Buller ist Head of Social & Community bei CHIP": a name of two to four
-capitalised words, "is", "ist", "est" or "es", then a trade within six words). Only the
+Standards: The Thomson Reuters Trust Principles.", "Autor: ...", "Das Bildmaterial wurde
+von ... zur Verfügung gestellt"), points to where the rest is ("Den kompletten Beitrag
+lesen Sie in der neuen Juli-Ausgabe ..."), asks for a reader's money or mail ("If you
+enjoyed this article, ... Join NRPLUS", "Questions? Comments? Email us at"), says where
+the text first appeared ("This article originally appeared on VICE US."), or claims its
+copyright; or that says who its author is ("Liliana Segura is a journalist and an editor
+at The Nation", "Inga Buller ist Head of Social & Community bei CHIP": a name of two to
+four capitalised words, "is", "ist", "est" or "es", then a trade within six words). Only the
 last paragraphs are looked at, from the end, and the count stops at the first one that
 is not such a line: the same words inside the story ("he told followers on Twitter")
 are part of it.
