@@ -33,18 +33,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from knowledge_crawler.errors import LeaseHeldError, StoreError, TransientStoreError
-
-if TYPE_CHECKING:
-    from knowledge_crawler.store.base import Store
 
 __all__ = [
     "HOST",
     "Lease",
     "LeaseHolder",
     "LeaseKeeper",
+    "LeaseTable",
     "expiry",
     "holder_gone",
     "pid_alive",
@@ -140,6 +138,22 @@ def refusal(blocking: Sequence[Lease]) -> str:
     )
 
 
+class LeaseTable(Protocol):
+    """What :class:`LeaseKeeper` needs of a store: the two lease methods of
+    :class:`~knowledge_crawler.store.base.Store` (this module stays below it)."""
+
+    def acquire_leases(
+        self,
+        source_ids: Sequence[str],
+        holder: LeaseHolder,
+        *,
+        ttl: float,
+        gone: Callable[[Lease], bool] | None = None,
+    ) -> list[Lease]: ...
+
+    def release_leases(self, holder: LeaseHolder) -> None: ...
+
+
 class LeaseKeeper:
     """Holds one writer's leases on ``source_ids`` of ``store``: take, renew, release.
 
@@ -150,7 +164,7 @@ class LeaseKeeper:
 
     def __init__(
         self,
-        store: Store,
+        store: LeaseTable,
         source_ids: Sequence[str],
         holder: LeaseHolder,
         *,
