@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from knowledge_crawler.transform._text import norm
+from knowledge_crawler.transform._text import WORD_RE, norm
 from knowledge_crawler.transform.menus import link_bar, separated
 from knowledge_crawler.transform.teasers import drop_teasers
 
@@ -95,6 +95,12 @@ def prune(tree: HtmlElement) -> None:
       (:func:`_break_out_of_inline`).
     * An ``<aside>`` that holds the page's one ``<h1>`` is the story's column: it
       becomes a ``<div>``, which trafilatura reads (:func:`_unaside_the_title`).
+    * An id that is the slug of its element's heading loses it
+      (:func:`_slug_of_heading`): Sphinx, Django's and Markdown renderers name a section
+      by its heading, and a heading's words ("General recommendations for authors and
+      translators", "For application authors") are not the role the same word in an id
+      names elsewhere (an author's box, comments), for which trafilatura and this pass
+      delete the whole section.
     """
     from lxml.etree import Element, strip_elements
 
@@ -195,6 +201,9 @@ def prune(tree: HtmlElement) -> None:
                 comments.append(el)  # a "recirculation" box: headlines of other stories
                 continue
         tag = el.tag
+        ident = el.get("id")
+        if ident and _slug_of_heading(el, ident):
+            del el.attrib["id"]  # a section named by its heading: its words are not a role
         if tag in _COMMENT_BOXES:
             if tag == "div" and (text := el.text) and len(text) >= _DIV_PARAGRAPH_CHARS:
                 text_boxes.append(el)
@@ -221,6 +230,32 @@ def prune(tree: HtmlElement) -> None:
     for el in _image_chrome(tree):
         if el.getparent() is not None:
             drop_keeping_tail(el)
+
+
+#: what joins the words of an id made from a heading ("general-recommendations-for-authors")
+_SLUG_SPLIT = re.compile(r"[-_.:]+")
+#: the fewest words of such an id: "comments" or "related-posts" names a box, not a section
+_SLUG_WORDS = 3
+
+
+def _slug_of_heading(el: HtmlElement, ident: str) -> bool:
+    """Whether ``ident`` is the slug of the heading ``el`` is or opens (one of its first
+    three children): three words or more, each a word of the heading, after a prefix
+    the heading lacks ("s-for-application-authors", "section-...")."""
+    words = [w for w in _SLUG_SPLIT.split(ident.lower()) if w and not w.isdigit()]
+    if len(words) < _SLUG_WORDS:
+        return False
+    heading = el if el.tag in HEADINGS else None
+    for child in el[:3] if heading is None else ():
+        if isinstance(child.tag, str) and child.tag in HEADINGS:
+            heading = child
+            break
+    if heading is None:
+        return False
+    have = set(WORD_RE.findall(heading.text_content().lower()))
+    if words[0] not in have:
+        words = words[1:]
+    return len(words) >= _SLUG_WORDS and all(w in have for w in words)
 
 
 def _holds_story(el: HtmlElement) -> bool:

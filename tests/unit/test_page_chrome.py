@@ -307,3 +307,50 @@ def test_a_box_whose_class_only_holds_a_picture_name_stays() -> None:
     text = extract(page_with(topic + bildung)).text
     assert "The ferry runs every hour" in text
     assert "Tickets cost two euros" in text
+
+
+def _sections(ident: str, heading: str, tag: str = "section") -> str:
+    """A documentation page of three sections, the second under ``ident`` and
+    ``heading``, as Sphinx writes them (the id is the heading's slug)."""
+
+    def paras(section: str) -> str:
+        return "".join(
+            f"<p>Section {section} explains, in its part {i}, how a package is built, tested "
+            "and uploaded.</p>"
+            for i in range(3)
+        )
+
+    return (
+        "<html><body><div class='body' role='main'><h1>Best packaging practices</h1>"
+        f"<section id='first-steps'><h2>First steps</h2>{paras('one')}</section>"
+        f"<{tag} id='{ident}'><h2>{heading}</h2>{paras('two')}</{tag}>"
+        f"<section id='last-steps'><h2>Last steps</h2>{paras('three')}</section>"
+        "</div></body></html>"
+    )
+
+
+def test_a_section_whose_heading_names_authors_or_comments_is_kept() -> None:
+    for ident, heading, tag in (
+        (
+            "general-recommendations-for-authors-and-translators",
+            "General recommendations for authors and translators",
+            "section",
+        ),
+        ("s-for-application-authors", "For application authors", "div"),
+        (
+            "sharing-comments-with-the-related-teams",
+            "Sharing comments with the related teams",
+            "section",
+        ),
+    ):
+        text = extract(_sections(ident, heading, tag)).text
+        assert heading in text, ident
+        assert text.count("Section two explains") == 3, ident
+        assert text.count("Section three explains") == 3, ident
+
+
+def test_a_short_id_or_one_its_heading_does_not_spell_still_marks_chrome() -> None:
+    # "author-box" is not the slug of its heading: the byline box goes as before
+    page = _sections("author-box", "About the author of this page")
+    assert "Section two explains" not in extract(page).text
+    assert "Section three explains" in extract(page).text
