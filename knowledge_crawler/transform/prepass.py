@@ -234,16 +234,115 @@ def prune(tree: HtmlElement) -> None:
 
 #: what joins the words of an id made from a heading ("general-recommendations-for-authors")
 _SLUG_SPLIT = re.compile(r"[-_.:]+")
-#: the fewest words of such an id: "comments" or "related-posts" names a box, not a section
-_SLUG_WORDS = 3
+#: the fewest words of such an id: one word ("comments", "sidebar") names a box
+_SLUG_WORDS = 2
+#: the words of the boxes a page names after their heading ("Related posts", "Reader
+#: comments", "More from this author", "Leave a reply"), and the small words between
+#: them: an id of these words only is the box's, not a section's
+_CHROME_WORDS = frozenset(
+    [
+        "related",
+        "share",
+        "sharing",
+        "social",
+        "author",
+        "authors",
+        "comment",
+        "comments",
+        "reply",
+        "replies",
+        "reader",
+        "readers",
+        "footer",
+        "nav",
+        "navigation",
+        "menu",
+        "sidebar",
+        "ad",
+        "ads",
+        "advert",
+        "advertisement",
+        "widget",
+        "newsletter",
+        "subscribe",
+        "subscription",
+        "tags",
+        "tag",
+        "byline",
+        "bio",
+        "about",
+        "posts",
+        "post",
+        "articles",
+        "article",
+        "stories",
+        "story",
+        "links",
+        "link",
+        "more",
+        "popular",
+        "recommended",
+        "read",
+        "also",
+        "follow",
+        "us",
+        "discussion",
+        "meta",
+        "latest",
+        "top",
+        "trending",
+        "news",
+        "you",
+        "may",
+        "might",
+        "like",
+        "other",
+        "from",
+        "by",
+        "this",
+        "the",
+        "a",
+        "an",
+        "of",
+        "on",
+        "in",
+        "to",
+        "and",
+        "or",
+        "with",
+        "your",
+        "our",
+        "leave",
+        "join",
+        "see",
+        "policy",
+        "guidelines",
+        "rules",
+        "form",
+        "box",
+        "list",
+        "area",
+        "block",
+        "info",
+        "contact",
+        "email",
+        "print",
+        "tools",
+        "note",
+        "notes",
+        "credits",
+    ]
+)
 
 
 def _slug_of_heading(el: HtmlElement, ident: str) -> bool:
     """Whether ``ident`` is the slug of the heading ``el`` is or opens (one of its first
-    three children): three words or more, each a word of the heading, after a prefix
-    the heading lacks ("s-for-application-authors", "section-...")."""
+    three children): two words or more, each a word of the heading (after a prefix the
+    heading lacks: "s-for-application-authors", "section-..."), one of them at least
+    not a word of the boxes pages name that way (:data:`_CHROME_WORDS`): "related-work"
+    and "social-impact" are sections, "related-posts" and "reader-comments" boxes."""
     words = [w for w in _SLUG_SPLIT.split(ident.lower()) if w and not w.isdigit()]
-    if len(words) < _SLUG_WORDS:
+    if len(words) < _SLUG_WORDS or all(w in _CHROME_WORDS for w in words):
         return False
     heading = el if el.tag in HEADINGS else None
     for child in el[:3] if heading is None else ():
@@ -255,7 +354,11 @@ def _slug_of_heading(el: HtmlElement, ident: str) -> bool:
     have = set(WORD_RE.findall(heading.text_content().lower()))
     if words[0] not in have:
         words = words[1:]
-    return len(words) >= _SLUG_WORDS and all(w in have for w in words)
+    return (
+        len(words) >= _SLUG_WORDS
+        and all(w in have for w in words)
+        and not all(w in _CHROME_WORDS for w in words)
+    )
 
 
 def _holds_story(el: HtmlElement) -> bool:

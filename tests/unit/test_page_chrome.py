@@ -342,6 +342,9 @@ def test_a_section_whose_heading_names_authors_or_comments_is_kept() -> None:
             "Sharing comments with the related teams",
             "section",
         ),
+        ("related-work", "Related work", "section"),
+        ("social-impact", "Social impact", "section"),
+        ("footer-design", "Footer design", "section"),
     ):
         text = extract(_sections(ident, heading, tag)).text
         assert heading in text, ident
@@ -349,8 +352,13 @@ def test_a_section_whose_heading_names_authors_or_comments_is_kept() -> None:
         assert text.count("Section three explains") == 3, ident
 
 
-def test_a_short_id_or_one_its_heading_does_not_spell_still_marks_chrome() -> None:
-    # "author-box" is not the slug of its heading: the byline box goes as before
-    page = _sections("author-box", "About the author of this page")
-    assert "Section two explains" not in extract(page).text
-    assert "Section three explains" in extract(page).text
+def test_a_box_named_after_its_heading_in_chrome_words_still_goes() -> None:
+    for ident, heading in (
+        ("author-box", "About the author of this page"),  # not its heading's slug
+        ("related-posts", "Related posts"),
+        ("reader-comments", "Reader comments"),
+        ("more-from-this-author", "More from this author"),
+    ):
+        page = _sections(ident, heading)
+        assert "Section two explains" not in extract(page).text, ident
+        assert "Section three explains" in extract(page).text, ident
