@@ -95,6 +95,9 @@ def prune(tree: HtmlElement) -> None:
       (:func:`_break_out_of_inline`).
     * An ``<aside>`` that holds the page's one ``<h1>`` is the story's column: it
       becomes a ``<div>``, which trafilatura reads (:func:`_unaside_the_title`).
+    * An ``<aside>`` of the document's footnotes (Sphinx's ``footnote-list``, pandoc's
+      ``doc-endnotes``) becomes a ``<div>``: the notes are the text's own
+      (:func:`_footnotes`).
     * An id that is the slug of its element's heading loses it
       (:func:`_slug_of_heading`): Sphinx, Django's and Markdown renderers name a section
       by its heading, and a heading's words ("General recommendations for authors and
@@ -113,14 +116,18 @@ def prune(tree: HtmlElement) -> None:
         "figure": [],
         "pre": [],
         "br": [],
+        "aside": [],
     }
-    for el in tree.iter("math", "h1", "figure", "pre", "br"):
+    for el in tree.iter("math", "h1", "figure", "pre", "br", "aside"):
         found[el.tag].append(el)
     for br in found["br"]:
         _break_out_of_inline(br)
     for math in found["math"]:
         _math_to_tex(math)
     _unaside_the_title(found["h1"])
+    for aside in found["aside"]:
+        if _footnotes(aside):
+            aside.tag = "div"
     drop_teasers(tree, drop_keeping_tail)
     for link in [a for h in tree.iter(*HEADINGS) for a in h.iter("a")]:
         if _is_permalink(link):
@@ -371,6 +378,19 @@ def _unaside_the_title(titles: list[HtmlElement]) -> None:
         return
     for el in titles[0].iterancestors("aside"):
         el.tag = "div"
+
+
+#: the roles of a document's notes (WAI-ARIA DPUB): pandoc sets its endnotes so
+_NOTE_ROLES = frozenset({"doc-endnotes", "doc-endnote", "doc-footnote"})
+
+
+def _footnotes(aside: HtmlElement) -> bool:
+    """An ``<aside>`` that holds the document's footnotes or one of them (Sphinx's
+    ``footnote-list`` and ``footnote``, pandoc's ``doc-endnotes``): the text's own
+    notes, which trafilatura would delete with every ``<aside>``."""
+    if (aside.get("role") or "") in _NOTE_ROLES:
+        return True
+    return any(token.startswith("footnote") for token in (aside.get("class") or "").split())
 
 
 #: the longest caption set as a paragraph (characters)

