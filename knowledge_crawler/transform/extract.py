@@ -337,13 +337,15 @@ def _focus_broad_frames() -> None:
     import trafilatura.xpaths as xp
 
     cascade: list[Any] = xp.BODY_XPATH  # trafilatura types it list[XPath]; any callable goes
-    if any(isinstance(expr, _Narrowed | _ArticleOfPage) for expr in cascade):
+    if any(isinstance(expr, _Narrowed | _Fullest | _ArticleOfPage) for expr in cascade):
         return
     names = [getattr(expr, "name", None) for expr in cascade]
     if names[3:] != ["BODY_XPATH[3]", "BODY_XPATH[4]"]:
         return
     cascade[3] = _Narrowed(cascade[3])
     cascade[4] = _Narrowed(cascade[4])
+    for at in (0, 1, 2):
+        cascade[at] = _Fullest(cascade[at])
     cascade.append(_ArticleOfPage())
 
 
@@ -356,6 +358,49 @@ class _Narrowed:
 
     def __call__(self, tree: Any) -> list[Any]:
         return [narrow(frame) for frame in self.__wrapped__(tree)[:1] if frame is not None]
+
+
+#: a frame of fewer words than this is a box (a title block), when the same expression
+#: finds another frame of :data:`_FULL_WORDS` words or more, :data:`_FULL_RATIO` as many
+_BOX_WORDS = 50
+_FULL_WORDS = 100
+_FULL_RATIO = 3
+
+
+class _Fullest:
+    """A frame expression whose first frame, when it is a box of a few words (a title
+    block classed ``title-article-content``), gives way to a later frame the same
+    expression finds that holds the text (``primary-article-content``): trafilatura
+    reads only the first, and with too little text there it goes on down the cascade,
+    to a ``main-nav`` menu."""
+
+    def __init__(self, expression: Callable[[Any], list[Any]]) -> None:
+        self.__wrapped__ = expression
+        self.name = getattr(expression, "name", repr(expression))
+
+    def __call__(self, tree: Any) -> list[Any]:
+        expression = self.__wrapped__
+        frames = expression(tree)
+        if not frames or frames[0] is None:
+            return frames
+        first = frames[0]
+        words = len(" ".join(first.itertext()).split())
+        if words >= _BOX_WORDS:
+            return frames
+        test = getattr(expression, "test", None)  # a fastpaths.Selection keeps only the first
+        candidates = getattr(expression, "candidates", None)
+        later = (
+            (el for el in candidates(tree) if el is not first and test(el))
+            if test is not None and candidates is not None
+            else iter(frames[1:])
+        )
+        for frame in later:
+            if frame is None or first in frame.iterancestors() or frame in first.iterancestors():
+                continue
+            more = len(" ".join(frame.itertext()).split())
+            if more >= _FULL_WORDS and more >= _FULL_RATIO * max(words, 1):
+                return [frame, *(f for f in frames if f is not frame)]
+        return frames
 
 
 class _ArticleOfPage:

@@ -52,6 +52,7 @@ _CLOSING = re.compile(
     r"|(?:^|[.!?]\s+)(?:subscribe\s+to|sign\s+up\s+for)\b[^!?]{0,60}?\bnewsletters?\b"
     r"|\b(?:contains?|includes?|are|uses?)\s+affiliate\s+links\b"
     r"|\bwe\s+(?:may\s+)?(?:earn|receive)\s+(?:a\s+)?(?:small\s+)?commission\b"
+    r"|^\W*if\s+you\s+(?:buy|purchase)\s+something\s+(?:through|via|from)\s+(?:this|our|a)\b"
     r"|^citation:.{0,300}\bretrieved\b"
     r"|^contributing\s*:"
     r"|\bcontributed\s+(?:to\s+this\s+(?:report|story)|reporting)"
@@ -116,6 +117,7 @@ _KEYWORDS = (
     "sign",
     "affiliate",
     "commission",
+    "something",
     "citation",
     "contribut",
     "material",

@@ -386,3 +386,28 @@ def test_a_documents_footnotes_set_as_asides_are_kept() -> None:
         ).text
         assert words in text
         assert whole_story(text) and "Subscribe" not in text
+
+
+def test_a_title_box_found_first_gives_way_to_the_story_box_of_the_same_kind() -> None:
+    # an ASP.NET news page: the first element classed "...article-content" is the title
+    # block; with only its words trafilatura went on down to the "main-nav" menu
+    shows = "".join(
+        f"<li><a href='/shows/{i}'>Morning show {i}</a><div><span class='show-times'>"
+        f"Weekdays {i}am - {i + 1}am</span></div></li>"
+        for i in range(1, 12)
+    )
+    page = (
+        "<html><body><form id='aspnetForm'><div class='master'><div class='header-content'>"
+        "<div class='nav-wrapper'><div class='wrap'><div id='main-nav' class='navigation'>"
+        "<ul><li><a href='/' class='nav-menu'>Home</a></li><li><a href='/shows/' "
+        f"class='nav-menu'>Shows</a><div class='drop extra'><ul>{shows}</ul></div></li></ul>"
+        "</div></div></div></div>"
+        "<div class='title-article-content'><div class='access'><h1>Ravens at the White "
+        "House</h1></div><div class='section-header'><div class='article-headline'><h2>"
+        "<span>Ravens at the White House</span></h2></div></div></div>"
+        f"<div class='primary-article-content'>{paragraphs()}</div>"
+        "</div></form></body></html>"
+    )
+    text = extract(page).text
+    assert whole_story(text)
+    assert "Morning show" not in text

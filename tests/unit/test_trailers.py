@@ -23,6 +23,10 @@ def test_follow_reach_and_subscribe_lines_close_a_story() -> None:
     assert closing_line("Follow Jefferson Graham on Twitter.")
     assert closing_line("Just a heads up, some of the links on ONE Esports are affiliate links.")
     assert closing_line("If you buy through a link, we may earn a small commission.")
+    assert closing_line(
+        "If you buy something through this post, IGN may get a share of the sale. For more, "
+        "learn more."
+    )
     assert closing_line("\u2013 Anzeige: Dieser Beitrag ist mit Barbour entstanden")
     assert closing_line("Contributing: Liz Szabo, Michael Winter, Associated Press.")
     assert closing_line("CNN's Jane Doe contributed to this report.")
@@ -92,6 +96,7 @@ def test_the_same_words_inside_a_story_are_not_a_closing_line() -> None:
     assert not closing_line("The hut can be reached at the end of the trail, in two hours.")
     assert not closing_line("She could not sign up for the course, and never wrote a newsletter.")
     assert not closing_line("Regulators say affiliate marketing links must be disclosed.")
+    assert not closing_line("If you buy a house through an agent, read the contract first.")
     assert not closing_line("Copyright law, the court said, does not cover recipes.")
     assert not closing_line("Die Anzeige: ein Fehler des Amtes, sagte der Anwalt.")
     assert not closing_line("Volunteers contributed to this story of the flood's aftermath.")
