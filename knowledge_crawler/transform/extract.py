@@ -379,6 +379,12 @@ class _Fullest:
         self.name = getattr(expression, "name", repr(expression))
 
     def __call__(self, tree: Any) -> list[Any]:
+        frames = self._frames(tree)
+        if frames and frames[0] is not None:
+            _join_continuations(frames[0])
+        return frames
+
+    def _frames(self, tree: Any) -> list[Any]:
         expression = self.__wrapped__
         frames = expression(tree)
         if not frames or frames[0] is None:
@@ -401,6 +407,36 @@ class _Fullest:
             if more >= _FULL_WORDS and more >= _FULL_RATIO * max(words, 1):
                 return [frame, *(f for f in frames if f is not frame)]
         return frames
+
+
+def _join_continuations(frame: Any) -> None:
+    """Move into ``frame`` the content of its later siblings of the same tag and class:
+    the rest of a story a page splits around a side rail or an ad (the Washington Post's
+    two ``div.article_body``), of which trafilatura would read the first part only. A
+    sibling that opens with a heading, or holds a headline or a header, is another story
+    (a list of posts, a page that scrolls on to the next stories), not a part."""
+    classes = frame.get("class")
+    if not classes:
+        return
+    for sibling in list(frame.itersiblings(frame.tag)):
+        if sibling.get("class") != classes:
+            continue
+        first = next((c for c in sibling if isinstance(c.tag, str)), None)
+        if first is not None and first.tag in ("h1", "h2", "h3"):
+            continue
+        if next(sibling.iter("h1", "header"), None) is not None:
+            continue  # a story of its own (a page that scrolls on to the next ones)
+        if not "".join(sibling.itertext()).strip():
+            continue
+        if sibling.text and sibling.text.strip():
+            if len(frame):
+                last = frame[-1]
+                last.tail = (last.tail or "") + " " + sibling.text
+            else:
+                frame.text = (frame.text or "") + " " + sibling.text
+        for child in list(sibling):
+            frame.append(child)  # its tail moves with it
+        sibling.text = None
 
 
 class _ArticleOfPage:

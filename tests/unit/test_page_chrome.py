@@ -411,3 +411,43 @@ def test_a_title_box_found_first_gives_way_to_the_story_box_of_the_same_kind() -
     text = extract(page).text
     assert whole_story(text)
     assert "Morning show" not in text
+
+
+def test_a_story_split_around_a_side_rail_is_read_whole() -> None:
+    rail = (
+        "<div class='module article-side-rail'><h3>More health and science news</h3><ul>"
+        "<li><a href='/a'>Another story about a hospital</a></li>"
+        "<li><a href='/b'>A third story about a vaccine</a></li></ul></div>"
+    )
+    page = (
+        "<html><body><div id='article_body'>"
+        f"<div class='article_body entry-content'><article>{paragraphs(0, 2)}</article></div>"
+        f"{rail}"
+        f"<div class='article_body entry-content'><article>{paragraphs(2)}</article></div>"
+        "</div></body></html>"
+    )
+    text = extract(page).text
+    assert whole_story(text)
+    assert "More health" not in text and "third story" not in text
+
+
+def test_the_next_stories_of_a_scrolling_page_are_not_joined_to_the_first() -> None:
+    def story(title: str, word: str) -> str:
+        return (
+            f"<div class='article_body entry-content'><header><h1>{title}</h1></header>"
+            + "".join(
+                f"<p>{word} paragraph {i} tells what the council decided on Monday and "
+                "what the mayor will do about it next week.</p>"
+                for i in range(4)
+            )
+            + "</div>"
+        )
+
+    page = (
+        "<html><body><main>"
+        f"{story('Harbour reopens', 'First')}{story('Council votes', 'Second')}"
+        "</main></body></html>"
+    )
+    text = extract(page).text
+    assert "First paragraph 3" in text
+    assert "Second paragraph" not in text
