@@ -76,7 +76,7 @@ from knowledge_crawler.transform.stamps import (
     timestamp_line,
 )
 from knowledge_crawler.transform.title import page_title
-from knowledge_crawler.transform.trailers import closing_lines, republished_line
+from knowledge_crawler.transform.trailers import closing_lines, republished_line, signed_end
 
 if TYPE_CHECKING:
     import re
@@ -1059,7 +1059,8 @@ def _story_blocks(blocks: list[Block], title: str | None) -> list[Block]:
     while run and blocks[run - 1].kind in ("p", "quote"):
         run -= 1
     closing = closing_lines([b.text for b in blocks[run:]])
-    return blocks[: len(blocks) - closing] if closing else blocks
+    blocks = blocks[: len(blocks) - closing] if closing else blocks
+    return blocks[: signed_end([b.text for b in blocks], [b.kind == "p" for b in blocks])]
 
 
 def _sentence_heading(text: str, after_headline: bool = False) -> bool:

@@ -27,6 +27,11 @@ four capitalised words, "is", "ist", "est" or "es", then a trade within six word
 last paragraphs are looked at, from the end, and the count stops at the first one that
 is not such a line: the same words inside the story ("he told followers on Twitter")
 are part of it.
+
+:func:`signed_end` finds where a story ends at a line that signs it off late in the text
+("Written by Marie Ellis", "Posted by Jane Doe at 3:04 PM", "Copyright: Medical News
+Today"): what follows it there is the page's (sources, how to cite the page, ratings,
+reader comments), however long.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["MAX_WORDS", "closing_line", "closing_lines", "republished_line"]
+__all__ = ["MAX_WORDS", "closing_line", "closing_lines", "republished_line", "signed_end"]
 
 #: the longest closing line (words)
 MAX_WORDS = 60
@@ -166,3 +171,31 @@ def closing_lines(paragraphs: Sequence[str]) -> int:
             break
         count += 1
     return count
+
+
+#: a line that signs the story off: its author ("Written by Marie Ellis", "Posted by
+#: Jane Doe at 3:04 PM") or its owner ("Copyright: Medical News Today")
+_SIGNED = re.compile(
+    r"(?:written|posted|reported|compiled|edited)\s+by\s+"
+    r"(?-i:[A-Z][\w'.-]+(?:\s+[A-Z][\w'.-]+){0,3})\.?(?:\s+(?:at|on)\s+[^.!?]{1,40})?"
+    r"|copyright\s*:[^.!?]{0,60}",
+    re.IGNORECASE,
+)
+#: how far into the text (share of its words) a sign-off may stand at the earliest
+_SIGNED_AFTER = 0.6
+
+
+def signed_end(texts: Sequence[str], paragraph: Sequence[bool]) -> int:
+    """Where the story ends at a paragraph that signs it off (:data:`_SIGNED`), standing
+    past :data:`_SIGNED_AFTER` of the text's words: what follows is the page's, not the
+    story's (the sources, how to cite the page, its ratings, reader comments, after
+    Medical News Today's "Written by ..."). ``texts``: the text's blocks, ``paragraph``:
+    which of them are paragraphs (only those are looked at). ``len(texts)`` when none
+    signs it off."""
+    total = sum(len(text.split()) for text in texts)
+    seen = 0
+    for at, text in enumerate(texts):
+        if paragraph[at] and seen >= _SIGNED_AFTER * total and _SIGNED.fullmatch(text.strip()):
+            return at
+        seen += len(text.split())
+    return len(texts)

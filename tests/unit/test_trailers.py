@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from knowledge_crawler.transform.extract import extract
-from knowledge_crawler.transform.trailers import closing_line, closing_lines
+from knowledge_crawler.transform.trailers import closing_line, closing_lines, signed_end
 from tests.unit.story import STORY, page_with, whole_story
 
 
@@ -171,3 +171,29 @@ def test_every_form_passes_the_keyword_test_in_front_of_the_expression(line: str
     """The substring test that spares most paragraphs the expression must let every one
     of its forms through: a form added without its keyword would never be found."""
     assert closing_line(line)
+
+
+def test_a_sign_off_late_in_the_text_ends_the_story() -> None:
+    story = [*STORY, "Written by Marie Ellis", "Copyright: Medical News Today"]
+    after = ["Please use one of the following formats to cite this article:", "MLA"]
+    texts = [*story, *after]
+    assert signed_end(texts, [True] * len(texts)) == len(STORY)
+    assert signed_end(["Posted by Jane Doe at 3:04 PM", *texts][1:], [True] * 10) == 6
+    # early in the text it is a byline, which other rules handle; a sentence is no sign-off
+    assert signed_end(["Written by Marie Ellis", *STORY], [True] * 7) == 7
+    prose = [*STORY, "It was written by Marie Ellis in the spring.", "MLA"]
+    assert signed_end(prose, [True] * 8) == 8
+    assert signed_end([*STORY, "Written by Marie Ellis"], [True] * 6 + [False]) == 7
+
+
+def test_what_follows_a_sign_off_is_not_stored() -> None:
+    tail = (
+        "<p>Written by Marie Ellis</p><p>Copyright: Medical News Today</p>"
+        "<p>Please use one of the following formats to cite this article in your essay, "
+        "paper or report:</p><p>Visitor Opinions (latest shown first)</p>"
+        "<p>It seems like everyone day I'm hearing of some hospital with an infection.</p>"
+    )
+    text = extract(page_with(tail, at=6)).text
+    assert whole_story(text)
+    assert "Marie Ellis" not in text and "cite this article" not in text
+    assert "hearing of some hospital" not in text
