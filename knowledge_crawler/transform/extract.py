@@ -76,7 +76,7 @@ from knowledge_crawler.transform.stamps import (
     timestamp_line,
 )
 from knowledge_crawler.transform.title import page_title
-from knowledge_crawler.transform.trailers import closing_lines, republished_line, signed_end
+from knowledge_crawler.transform.trailers import closing_lines, republished_line, story_end
 
 if TYPE_CHECKING:
     import re
@@ -1060,7 +1060,7 @@ def _story_blocks(blocks: list[Block], title: str | None) -> list[Block]:
         run -= 1
     closing = closing_lines([b.text for b in blocks[run:]])
     blocks = blocks[: len(blocks) - closing] if closing else blocks
-    return blocks[: signed_end([b.text for b in blocks], [b.kind == "p" for b in blocks])]
+    return blocks[: story_end([b.text for b in blocks], [b.kind == "p" for b in blocks])]
 
 
 def _sentence_heading(text: str, after_headline: bool = False) -> bool:

@@ -8,16 +8,17 @@ it says when the page changed, not what the story says.
 :func:`timestamp_line` tells such a paragraph: at most :data:`MAX_WORDS` words, either a
 date with a time and nothing else, or a word that says the page was updated or published
 ("Updated", "Published", "Posted", "Mis à jour", "Actualizado", "Aktualisiert" ...)
-followed by nothing, or by a date or a time only. A sentence that starts with such a word
-("Updated figures show ...") has other words after it, and stays; a date alone, without a
-time, may be a heading of a diary or a changelog, and stays. A byline alone ("By Jane
-Doe", "Par Jacques Munier": a word for "by" and two to six capitalised names) and a
-byline set as a bar that ends with a date ("Patricio Candia | Palma | 08/01/2014") are
-such lines too, and so is a line that only says how long the page takes to read ("Reading
-time: 4 min", "Tempo de leitura: 1 minuto"). :func:`credit_line` tells a line that
-credits a picture ("Fotos: Sophia Mahnert") or a caption that ends with its credit
-("... Bild: dpa", "... REUTERS/Benoit Tessier"), and :func:`label_line` the label an ad
-slot or a share bar leaves behind.
+followed by nothing, or by a date or a time only, one such pair or more in a bar ("First
+Published: 08:19 IST(19/7/2013) | Last Updated: 13:52 IST(19/7/2013)"). A sentence that
+starts with such a word ("Updated figures show ...") has other words after it, and stays;
+a date alone, without a time, may be a heading of a diary or a changelog, and stays. A
+byline alone ("By Jane Doe", "Par Jacques Munier": a word for "by" and two to six
+capitalised names) and a byline set as a bar that ends with a date ("Patricio Candia |
+Palma | 08/01/2014") are such lines too, and so is a line that only says how long the page
+takes to read ("Reading time: 4 min", "Tempo de leitura: 1 minuto"). :func:`credit_line`
+tells a line that credits a picture ("Fotos: Sophia Mahnert") or a caption that ends with
+its credit ("... Bild: dpa", "... REUTERS/Benoit Tessier"), and :func:`label_line` the
+label an ad slot or a share bar leaves behind.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ MAX_WORDS = 10
 _MAX_CHARS = 120  # longer is more than ten words of a date: not looked at further
 
 _LABEL = (
-    r"(?:last\s+)?(?:updated|modified|published|posted|mis\s+à\s+jour|publié|actualizado"
+    r"(?:(?:last|first|originally)\s+)?(?:updated|modified|published|posted|mis\s+à\s+jour|publié|actualizado"
     r"|publicado|aktualisiert|veröffentlicht|aggiornato|pubblicato)"
 )
 _MONTH = (
@@ -40,10 +41,13 @@ _MONTH = (
 )
 _DATE_WORD = (
     rf"(?:\d{{1,4}}(?:[./:h-]\d{{1,4}}){{0,2}}(?:st|nd|rd|th)?|(?:{_MONTH})\w*\.?"
-    r"|[ap]\.?m\.?|gmt|utc|[ecmp][sd]t|on|at|le|à|el|am|um|de|del|,|\||-|—|·)[,.]?"
+    r"|[ap]\.?m\.?|gmt|utc|[ecmp][sd]t|ist|bst|cest|cet|jst|on|at|le|à|el|am|um|de|del|,|\||-|—|·)[,.]?"
 )
+#: a date in brackets, after a time zone without a space ("13:52 IST(19/7/2013)")
+_BRACKETED = r"\s*\(\d{1,4}(?:[./-]\d{1,4}){0,2}\)"
+_STAMPED = rf"{_LABEL}\s*:?(?:\s+{_DATE_WORD}|{_BRACKETED})*"
 _STAMP = re.compile(
-    rf"[-\u2013\u2014|·•]?\s*{_LABEL}\s*:?(?:\s+{_DATE_WORD})*\s*"
+    rf"[-\u2013\u2014|·•]?\s*{_STAMPED}(?:\s*\|\s*{_STAMPED})*\s*"
     r"|\d{1,4}[./-]\d{1,2}[./-]\d{1,4},?\s+\d{1,2}[:h.]\d{2}(?:\s+(?:uhr|gmt|utc))?",
     re.IGNORECASE,
 )

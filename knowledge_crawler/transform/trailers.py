@@ -28,10 +28,11 @@ last paragraphs are looked at, from the end, and the count stops at the first on
 is not such a line: the same words inside the story ("he told followers on Twitter")
 are part of it.
 
-:func:`signed_end` finds where a story ends at a line that signs it off late in the text
+:func:`story_end` finds where a story ends at a line late in the text that signs it off
 ("Written by Marie Ellis", "Posted by Jane Doe at 3:04 PM", "Copyright: Medical News
-Today"): what follows it there is the page's (sources, how to cite the page, ratings,
-reader comments), however long.
+Today") or opens the reader comments ("blog comments powered by Disqus", "Note: By
+posting your comments here you agree to ..."): what follows it there is the page's
+(sources, how to cite the page, ratings, comments, more stories), however long.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["MAX_WORDS", "closing_line", "closing_lines", "republished_line", "signed_end"]
+__all__ = ["MAX_WORDS", "closing_line", "closing_lines", "republished_line", "story_end"]
 
 #: the longest closing line (words)
 MAX_WORDS = 60
@@ -181,21 +182,44 @@ _SIGNED = re.compile(
     r"|copyright\s*:[^.!?]{0,60}",
     re.IGNORECASE,
 )
+#: a line that opens the reader comments ("blog comments powered by Disqus", "Note: By
+#: posting your comments here you agree to the terms ...", "80 comment(s) - last by ...",
+#: "Leave a reply", "Visitor Opinions", "Opinions that are derogatory ... may be removed")
+_COMMENTS_OPEN = re.compile(
+    r"\W*(?:(?:comments?\s+)?note\s*:\s*)?(?:blog\s+)?comments\s+powered\s+by\b"
+    r"|\W*(?:comments?\s+)?(?:note\s*:\s*)?by\s+posting\s+(?:your\s+|a\s+)?comments?\b"
+    r"|\W*\d+\s+comment(?:s|\(s\))?\s*(?:[-:]|$)"
+    r"|\W*(?:leave|post|add|write)\s+(?:a|your)\s+(?:comment|reply|opinion)\b"
+    r"|\W*comments\s+are\s+closed\b"
+    r"|\W*join\s+the\s+(?:discussion|conversation)\b"
+    r"|\W*visitor\s+opinions\b"
+    r"|\W*opinions\s+that\s+are\s+(?:derogatory|offensive)\b",
+    re.IGNORECASE,
+)
+_COMMENTS_OPEN_WORDS = 40
 #: how far into the text (share of its words) a sign-off may stand at the earliest
 _SIGNED_AFTER = 0.6
 
 
-def signed_end(texts: Sequence[str], paragraph: Sequence[bool]) -> int:
-    """Where the story ends at a paragraph that signs it off (:data:`_SIGNED`), standing
-    past :data:`_SIGNED_AFTER` of the text's words: what follows is the page's, not the
-    story's (the sources, how to cite the page, its ratings, reader comments, after
-    Medical News Today's "Written by ..."). ``texts``: the text's blocks, ``paragraph``:
-    which of them are paragraphs (only those are looked at). ``len(texts)`` when none
-    signs it off."""
+def story_end(texts: Sequence[str], paragraph: Sequence[bool]) -> int:
+    """Where the story ends, late in the text (past :data:`_SIGNED_AFTER` of its
+    words): at a paragraph that signs it off (:data:`_SIGNED`) or opens the reader
+    comments (:data:`_COMMENTS_OPEN`). What follows is the page's, not the story's (the
+    sources, how to cite the page, its ratings, reader comments, more stories), after
+    Medical News Today's "Written by ..." or the Hindustan Times' "Note: By posting your
+    comments here you agree to ...". ``texts``: the text's blocks, ``paragraph``: which
+    of them are paragraphs (only those are looked at). ``len(texts)`` when none ends it."""
     total = sum(len(text.split()) for text in texts)
     seen = 0
     for at, text in enumerate(texts):
-        if paragraph[at] and seen >= _SIGNED_AFTER * total and _SIGNED.fullmatch(text.strip()):
+        words = len(text.split())
+        if paragraph[at] and seen >= _SIGNED_AFTER * total and _ends_story(text.strip(), words):
             return at
-        seen += len(text.split())
+        seen += words
     return len(texts)
+
+
+def _ends_story(text: str, words: int) -> bool:
+    if _SIGNED.fullmatch(text) is not None:
+        return True
+    return words <= _COMMENTS_OPEN_WORDS and _COMMENTS_OPEN.match(text) is not None

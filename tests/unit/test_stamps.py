@@ -32,6 +32,8 @@ from tests.unit.story import page_with, whole_story
         "Lesezeit: 3 Minuten",
         "Tempo de leitura: 1 minuto",
         "Temps de lecture : 2 min",
+        "First Published: 08:19 IST(19/7/2013) | Last Updated: 13:52 IST(19/7/2013)",
+        "Originally published on Wed June 5, 2013 4:00 pm",
     ],
 )
 def test_a_line_that_only_dates_the_page(line: str) -> None:
@@ -55,6 +57,7 @@ def test_a_line_that_only_dates_the_page(line: str) -> None:
         "By John Smith, a reporter who covered the port",
         "5 minutes of reading took him far",
         "Reading time: the hour before bed",
+        "First published in 1851 (2 vols)",
     ],
 )
 def test_a_line_that_says_more_than_a_date(line: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from knowledge_crawler.transform.extract import extract
-from knowledge_crawler.transform.trailers import closing_line, closing_lines, signed_end
+from knowledge_crawler.transform.trailers import closing_line, closing_lines, story_end
 from tests.unit.story import STORY, page_with, whole_story
 
 
@@ -177,13 +177,13 @@ def test_a_sign_off_late_in_the_text_ends_the_story() -> None:
     story = [*STORY, "Written by Marie Ellis", "Copyright: Medical News Today"]
     after = ["Please use one of the following formats to cite this article:", "MLA"]
     texts = [*story, *after]
-    assert signed_end(texts, [True] * len(texts)) == len(STORY)
-    assert signed_end(["Posted by Jane Doe at 3:04 PM", *texts][1:], [True] * 10) == 6
+    assert story_end(texts, [True] * len(texts)) == len(STORY)
+    assert story_end(["Posted by Jane Doe at 3:04 PM", *texts][1:], [True] * 10) == 6
     # early in the text it is a byline, which other rules handle; a sentence is no sign-off
-    assert signed_end(["Written by Marie Ellis", *STORY], [True] * 7) == 7
+    assert story_end(["Written by Marie Ellis", *STORY], [True] * 7) == 7
     prose = [*STORY, "It was written by Marie Ellis in the spring.", "MLA"]
-    assert signed_end(prose, [True] * 8) == 8
-    assert signed_end([*STORY, "Written by Marie Ellis"], [True] * 6 + [False]) == 7
+    assert story_end(prose, [True] * 8) == 8
+    assert story_end([*STORY, "Written by Marie Ellis"], [True] * 6 + [False]) == 7
 
 
 def test_what_follows_a_sign_off_is_not_stored() -> None:
@@ -197,3 +197,24 @@ def test_what_follows_a_sign_off_is_not_stored() -> None:
     assert whole_story(text)
     assert "Marie Ellis" not in text and "cite this article" not in text
     assert "hearing of some hospital" not in text
+
+
+@pytest.mark.parametrize(
+    "opener",
+    [
+        "comment Note: By posting your comments here you agree to the terms and conditions",
+        "blog comments powered by Disqus",
+        "80 comment(s) - last by SirKronan.. on May 22 at 12:09 PM",
+        "Leave a reply",
+        "Visitor Opinions (latest shown first)",
+        "Opinions that are derogatory, attack other users or are offensive may be removed.",
+    ],
+)
+def test_the_opening_of_reader_comments_late_in_the_text_ends_the_story(opener: str) -> None:
+    texts = [*STORY, opener, "more from Jammu and Kashmir", "Most Popular"]
+    assert story_end(texts, [True] * len(texts)) == len(STORY)
+
+
+def test_a_sentence_about_comments_is_no_opener() -> None:
+    texts = [*STORY, "Comments powered the debate, the mayor said.", "Two comments were read."]
+    assert story_end(texts, [True] * len(texts)) == len(texts)
