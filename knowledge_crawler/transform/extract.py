@@ -1060,7 +1060,7 @@ def _story_blocks(blocks: list[Block], title: str | None) -> list[Block]:
         run -= 1
     closing = closing_lines([b.text for b in blocks[run:]])
     blocks = blocks[: len(blocks) - closing] if closing else blocks
-    return blocks[: story_end([b.text for b in blocks], [b.kind == "p" for b in blocks])]
+    return blocks[: story_end([b.text for b in blocks], [b.kind in ("p", "h") for b in blocks])]
 
 
 def _sentence_heading(text: str, after_headline: bool = False) -> bool:

@@ -73,6 +73,7 @@ _CLOSING = re.compile(
     r"|^(?:autor(?:in)?|author)\s*:"
     r"|^\W*if\s+you\s+(?:enjoyed|liked)\s+(?:this|the|our)\s+(?:article|post|story|piece)\b"
     r"|^\W*questions\?\s*comments\?"
+    r"|^\W*(?:read|see|find)\s+more\s+(?:about|by|from)\s+[^.!?]{1,80}\b(?:on|in|at)\s"
     r"|(?:bild|foto)material\b.{0,80}\bzur\s+verfügung\s+gestellt"
     r"|^(?:den|die|das)\s+(?:komplette|ganze|vollständige)[nms]?\s+(?:beitrag|artikel|text)"
     r"\s+lesen\s+sie\b",
@@ -142,6 +143,7 @@ _KEYWORDS = (
     "enjoyed",
     "liked",
     "questions",
+    "more",
     "verfügung",
     "lesen sie",
 )
@@ -196,24 +198,35 @@ _COMMENTS_OPEN = re.compile(
     r"|\W*opinions\s+that\s+are\s+(?:derogatory|offensive)\b",
     re.IGNORECASE,
 )
+#: the heading of a box of other stories ("MORE TENNIS HEADLINES", "Most Popular",
+#: "SPONSORED HEADLINES", "EDITORS' PICKS", "Related Stories")
+_MORE_STORIES = re.compile(
+    r"(?:sponsored|more|most\s+(?:popular|read|sent|viewed|emailed|shared)|top|related"
+    r"|recommended|trending|latest)\b[\w\s'\u2019.-]{0,30}?\b(?:headlines|stories|articles|posts)"
+    r"(?:\s+on\s+[\w.]+)?|most\s+popular|editors?['\u2019]?s?\s+picks",
+    re.IGNORECASE,
+)
+_MORE_STORIES_WORDS = 6
 _COMMENTS_OPEN_WORDS = 40
 #: how far into the text (share of its words) a sign-off may stand at the earliest
 _SIGNED_AFTER = 0.6
 
 
-def story_end(texts: Sequence[str], paragraph: Sequence[bool]) -> int:
-    """Where the story ends, late in the text (past :data:`_SIGNED_AFTER` of its
-    words): at a paragraph that signs it off (:data:`_SIGNED`) or opens the reader
-    comments (:data:`_COMMENTS_OPEN`). What follows is the page's, not the story's (the
-    sources, how to cite the page, its ratings, reader comments, more stories), after
-    Medical News Today's "Written by ..." or the Hindustan Times' "Note: By posting your
-    comments here you agree to ...". ``texts``: the text's blocks, ``paragraph``: which
-    of them are paragraphs (only those are looked at). ``len(texts)`` when none ends it."""
+def story_end(texts: Sequence[str], looked_at: Sequence[bool]) -> int:
+    """Where the story ends, late in the text (past :data:`_SIGNED_AFTER` of its words): at a
+    paragraph that signs it off (:data:`_SIGNED`), opens the reader comments
+    (:data:`_COMMENTS_OPEN`) or heads a box of other stories (:data:`_MORE_STORIES`:
+    "MORE TENNIS HEADLINES"). What follows is the page's, not the story's (the sources,
+    how to cite the page, its ratings, reader comments, more stories), after Medical
+    News Today's "Written by ..." or the Hindustan Times' "Note: By posting your
+    comments here you agree to ...". ``texts``: the text's blocks, ``looked_at``: which
+    of them are paragraphs or headings (the others are not looked at, their words
+    counted). ``len(texts)`` when none ends it."""
     total = sum(len(text.split()) for text in texts)
     seen = 0
     for at, text in enumerate(texts):
         words = len(text.split())
-        if paragraph[at] and seen >= _SIGNED_AFTER * total and _ends_story(text.strip(), words):
+        if looked_at[at] and seen >= _SIGNED_AFTER * total and _ends_story(text.strip(), words):
             return at
         seen += words
     return len(texts)
@@ -221,5 +234,7 @@ def story_end(texts: Sequence[str], paragraph: Sequence[bool]) -> int:
 
 def _ends_story(text: str, words: int) -> bool:
     if _SIGNED.fullmatch(text) is not None:
+        return True
+    if words <= _MORE_STORIES_WORDS and _MORE_STORIES.fullmatch(text.strip(" :")) is not None:
         return True
     return words <= _COMMENTS_OPEN_WORDS and _COMMENTS_OPEN.match(text) is not None

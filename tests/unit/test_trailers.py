@@ -31,6 +31,10 @@ def test_follow_reach_and_subscribe_lines_close_a_story() -> None:
     assert closing_line("Contributing: Liz Szabo, Michael Winter, Associated Press.")
     assert closing_line("CNN's Jane Doe contributed to this report.")
     assert closing_line("Mit Material von dpa")
+    assert closing_line("See more by Sharon Gaudin on Computerworld.com.")
+    assert closing_line(
+        "Read more about IT Leadership in Computerworld's IT Leadership Topic Center."
+    )
     assert closing_line("© 2019 Science X Network")
     assert closing_line("Copyright 2014 The Associated Press. All rights reserved.")
     assert closing_line(
@@ -208,6 +212,10 @@ def test_what_follows_a_sign_off_is_not_stored() -> None:
         "Leave a reply",
         "Visitor Opinions (latest shown first)",
         "Opinions that are derogatory, attack other users or are offensive may be removed.",
+        "MORE TENNIS HEADLINES",
+        "SPONSORED HEADLINES",
+        "Most Popular",
+        "EDITORS' PICKS",
     ],
 )
 def test_the_opening_of_reader_comments_late_in_the_text_ends_the_story(opener: str) -> None:
@@ -216,5 +224,10 @@ def test_the_opening_of_reader_comments_late_in_the_text_ends_the_story(opener: 
 
 
 def test_a_sentence_about_comments_is_no_opener() -> None:
-    texts = [*STORY, "Comments powered the debate, the mayor said.", "Two comments were read."]
+    texts = [
+        *STORY,
+        "Comments powered the debate, the mayor said.",
+        "Two comments were read.",
+        "More headlines were written about the storm than about the port in ten years.",
+    ]
     assert story_end(texts, [True] * len(texts)) == len(texts)
