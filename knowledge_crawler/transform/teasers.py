@@ -8,10 +8,11 @@ like..." followed by paragraphs or a list of headline links. They are not the ar
 :func:`drop_teasers` removes, before extraction:
 
 * a block whose text starts with a lead-in (:data:`LEAD_IN`: "Related", "Read more",
-  "You may also like", "More from ...", "Editors' Recommendations", "À lire aussi",
-  "Leia também", "Lesen Sie auch", "Auch auf gofeminin.de" ...), or with a label of up
+  "Now read", "You may also like", "More from ...", "Editors' Recommendations", "À lire
+  aussi", "Leia também", "Lesen Sie auch", "Auch auf gofeminin.de" ...), or with a label of up
   to four words in capitals and a colon ("IN TEXAS:"), and whose remaining text is all
-  link text;
+  link text, the lead-in again before each link aside ("STORY: <a>...</a><br>STORY:
+  <a>...</a>");
 * a block that holds only a lead-in, with the blocks right after it that are all
   link text (one headline link a paragraph, or a list of them);
 * a list between two paragraphs whose every item is one link of three words or more
@@ -37,7 +38,8 @@ __all__ = ["LEAD_IN", "drop_teasers"]
 #: lead-ins of links to other stories, at the start of a block's text
 LEAD_IN = re.compile(
     r"(?:related(?:\s+(?:stories|articles|content|coverage|posts|links|news|reading))?"
-    r"|read\s+more|read\s+also|also\s+read|more\s+from\s+[\w .'-]{1,40}|more:"
+    r"|read\s+more|read\s+also|also\s+read|now\s+read|read\s+next|more\s+from\s+[\w .'-]{1,40}"
+    r"|more:"
     r"|you\s+(?:may|might)\s+also\s+(?:like|be\s+interested\s+in)|recommended(?:\s+for\s+you)?"
     r"|editors?[\u2019']?s?[\u2019']?\s+(?:recommendations?|picks?)|don[\u2019']?t\s+miss"
     r"|(?:à|a)?\s*lire\s+aussi|leia\s+(?:também|mais)"
@@ -66,6 +68,7 @@ _STARTS = (
     "más",
     "auch",
     "editor",
+    "now",
 )
 _BLOCKS = ("p", "div", "li", "td", "h2", "h3", "h4", "h5", "h6")
 #: what a lead-in is set in, in a block (``code``: "<code>ADD TO CART:</code> <a>...")
@@ -149,7 +152,9 @@ def drop_teasers(tree: Any, drop: Any) -> int:
         label, rest = lead
         if rest:
             links = _link_chars(block)
-            if links and links >= _LINK_SHARE * len(squash(rest)):
+            # a label may head each of several links ("STORY: <a>..</a> STORY: <a>..</a>")
+            chars = len(squash(rest)) - rest.count(label.strip()) * len(squash(label))
+            if links and links >= _LINK_SHARE * chars:
                 found.append(block)
             continue
         if not lead_in:

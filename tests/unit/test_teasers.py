@@ -163,3 +163,22 @@ def test_a_caps_label_and_a_link_alone_in_a_table_go_but_a_table_of_data_stays()
     assert "ADD TO CART" not in text and "Gift Card" not in text
     assert "I:118" in text and "I:14" in text
     assert whole_story(text)
+
+
+def test_a_label_before_each_of_several_headline_links_goes() -> None:
+    texts = _texts(
+        "<p>Before.</p>"
+        '<p><b>STORY: </b><a href="/s/1">Spacewalk can be a danger</a><br />'
+        '<b>STORY: </b><a href="/s/2">Helmet leak ends spacewalk</a></p>'
+        '<p>Now read: <a href="/s/3">The average Lego brick can be used 37,112 times</a></p>'
+        "<p>After.</p>"
+    )
+    assert texts == ["Before.", "After."]
+
+
+def test_a_label_before_links_and_words_of_its_own_stays() -> None:
+    texts = _texts(
+        '<p><b>STORY: </b><a href="/s/1">Spacewalk</a> was the word the crew used all week '
+        'for the <b>STORY: </b><a href="/s/2">leak</a>.</p>'
+    )
+    assert texts == ["STORY: Spacewalk was the word the crew used all week for the STORY: leak."]
