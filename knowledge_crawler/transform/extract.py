@@ -1034,7 +1034,8 @@ def _story_blocks(blocks: list[Block], title: str | None) -> list[Block]:
     it: the headline and a kicker above it (:func:`_headline_end`), a standfirst set as
     a heading or two right after it (:func:`_sentence_heading`), pull quotes
     (:mod:`~knowledge_crawler.transform.pullquotes`), lines that only date the page
-    (:mod:`~knowledge_crawler.transform.stamps`) and the lines that close it
+    (:mod:`~knowledge_crawler.transform.stamps`), drawn lines ("___") and the lines
+    that close it
     (:mod:`~knowledge_crawler.transform.trailers`: paragraphs or quotes, as an author's
     note is often set as a quote). A selector's elements
     (:func:`extract_selected`) are not guessed at: they lose only the headline."""
@@ -1053,7 +1054,12 @@ def _story_blocks(blocks: list[Block], title: str | None) -> list[Block]:
         b
         for b in blocks
         if b.kind not in ("p", "li")
-        or not (timestamp_line(b.text) or credit_line(b.text) or label_line(b.text))
+        or not (
+            timestamp_line(b.text)
+            or credit_line(b.text)
+            or label_line(b.text)
+            or _RULE.fullmatch(b.text) is not None
+        )
     ]
     run = len(blocks)  # where the paragraphs (and quotes) that end the text start
     while run and blocks[run - 1].kind in ("p", "quote"):
@@ -1061,6 +1067,10 @@ def _story_blocks(blocks: list[Block], title: str | None) -> list[Block]:
     closing = closing_lines([b.text for b in blocks[run:]])
     blocks = blocks[: len(blocks) - closing] if closing else blocks
     return blocks[: story_end([b.text for b in blocks], [b.kind in ("p", "h") for b in blocks])]
+
+
+#: a paragraph that is a drawn line ("___", "-----", "====="): AP's break between parts
+_RULE = re.compile(r"\s*(?:_{3,}|-{3,}|={3,})\s*")
 
 
 def _sentence_heading(text: str, after_headline: bool = False) -> bool:

@@ -451,3 +451,9 @@ def test_the_next_stories_of_a_scrolling_page_are_not_joined_to_the_first() -> N
     text = extract(page).text
     assert "First paragraph 3" in text
     assert "Second paragraph" not in text
+
+
+def test_a_line_drawn_as_a_paragraph_is_not_text() -> None:
+    text = extract(page_with("<p>___</p><p>-----</p>", at=3)).text
+    assert whole_story(text)
+    assert "___" not in text and "---" not in text
