@@ -107,6 +107,8 @@ _LABELS = frozenset(
         "partager sur",
         "compartir",
         "condividi",
+        "user rating",
+        "rate this article",
     }
 )
 _LABEL_CHARS = 40
@@ -114,7 +116,11 @@ _LABEL_CHARS = 40
 
 def credit_line(text: str) -> bool:
     """A line that credits a picture: "Fotos: Sophia Mahnert", or a caption that ends
-    with its credit ("Auch Herbert Grönemeyer gehört zu den Unterstützern. Bild: dpa")."""
+    with its credit ("Auch Herbert Grönemeyer gehört zu den Unterstützern. Bild: dpa");
+    or that only names where the picture or the story came from ("Handout", "The New
+    York Times News Service", "Associated Press")."""
+    if len(text) <= _SOURCE_CHARS and _SOURCE.fullmatch(text.strip()) is not None:
+        return True
     if (":" not in text and "/" not in text) or len(text) > _CAPTION_CHARS:
         return False  # every credit has one or the other (a cheap test first)
     text = text.strip()
@@ -128,6 +134,13 @@ def credit_line(text: str) -> bool:
     return match.start() == 0 or text[match.start() - 1] in " .()"
 
 
+#: a line that only names a source: a handout picture, a wire or news service
+_SOURCE = re.compile(
+    r"\(?(?:handout(?:\s+photo)?|file\s+photo|(?:the\s+)?associated\s+press"
+    r"|(?:the\s+)?(?:[A-Z][\w.'\u2019&-]*\s+){1,5}(?:news|wire)\s+services?)\)?\.?",
+    re.IGNORECASE,
+)
+_SOURCE_CHARS = 60
 #: a picture's credit: a label and up to six words of names, to the end of the line
 _CREDIT = re.compile(
     r"(?:fotos?|photos?|bild(?:er)?|images?|photo\s+credit|credits?)\s*:\s*"

@@ -53,6 +53,7 @@ _CLOSING = re.compile(
     rf"(?:{_NETWORKS}|@\w)"
     r"|(?:^|[.!?:;,]\s+)follow\s+(?:[\w@.'\u2019-]+\s+){1,3}?on\s+"
     rf"(?:{_NETWORKS})\b"
+    r"|^\W*follow\s+(?:us\s+)?@\w+\W*$"
     r"|\b(?:may|can)\s+be\s+reached\s+at\s+\S+@\S+\.\w"
     r"|\b(?:e-?mail|contact|write\s+to)\s+[\w.' -]{0,40}?\bat\s+\S+@\S+\.\w"
     r"|(?:^|[.!?]\s+)(?:subscribe\s+to|sign\s+up\s+for)\b[^!?]{0,60}?\bnewsletters?\b"

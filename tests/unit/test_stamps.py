@@ -73,6 +73,10 @@ def test_a_line_that_says_more_than_a_date(line: str) -> None:
         "Photo: Reuters/Jane Doe",
         "- Tapie en 2008. REUTERS/Benoit Tessier -",
         "(Credit: Clayton Aldern / Grist)",
+        "Handout",
+        "The New York Times News Service",
+        "Los Angeles Times-Washington Post News Service",
+        "Associated Press",
     ],
 )
 def test_a_line_that_credits_a_picture(line: str) -> None:
@@ -87,6 +91,8 @@ def test_a_line_that_credits_a_picture(line: str) -> None:
         "Autofotos: mein Hobby seit Jahren",
         "The deal was reported by Reuters/Ipsos polls today.",
         "The exhibition shows " + "many " * 40 + "pictures. Foto: dpa",
+        "The news service said it would close.",
+        "Handout rules changed in May.",
     ],
 )
 def test_a_line_that_is_more_than_a_credit(line: str) -> None:
@@ -99,7 +105,9 @@ def test_extraction_drops_a_credit_line_and_keeps_the_story() -> None:
     assert whole_story(text)
 
 
-@pytest.mark.parametrize("line", ["Anzeige", "hirdetés", "Advertisement:", "Teilen auf", "SHARE"])
+@pytest.mark.parametrize(
+    "line", ["Anzeige", "hirdetés", "Advertisement:", "Teilen auf", "SHARE", "User rating:"]
+)
 def test_the_label_of_an_ad_slot_or_a_share_bar(line: str) -> None:
     assert label_line(line)
 

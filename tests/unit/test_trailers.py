@@ -21,6 +21,7 @@ def test_follow_reach_and_subscribe_lines_close_a_story() -> None:
     assert closing_line("Follow her on Instagram for more recipes.")
     assert closing_line("Follow Newsbeat on Instagram, Facebook, Twitter and YouTube.")
     assert closing_line("Follow Jefferson Graham on Twitter.")
+    assert closing_line("Follow @NYPostsports")
     assert closing_line("Just a heads up, some of the links on ONE Esports are affiliate links.")
     assert closing_line("If you buy through a link, we may earn a small commission.")
     assert closing_line(
@@ -101,6 +102,7 @@ def test_the_same_words_inside_a_story_are_not_a_closing_line() -> None:
     assert not closing_line("She could not sign up for the course, and never wrote a newsletter.")
     assert not closing_line("Regulators say affiliate marketing links must be disclosed.")
     assert not closing_line("If you buy a house through an agent, read the contract first.")
+    assert not closing_line("Follow @NYPostsports for the draft, the coach told fans.")
     assert not closing_line("Copyright law, the court said, does not cover recipes.")
     assert not closing_line("Die Anzeige: ein Fehler des Amtes, sagte der Anwalt.")
     assert not closing_line("Volunteers contributed to this story of the flood's aftermath.")
