@@ -403,10 +403,23 @@ class _Fullest:
         for frame in later:
             if frame is None or first in frame.iterancestors() or frame in first.iterancestors():
                 continue
+            if _continuation(first, frame):
+                return frames  # the story's first part: the rest joins it (_join_continuations)
             more = len(" ".join(frame.itertext()).split())
             if more >= _FULL_WORDS and more >= _FULL_RATIO * max(words, 1):
                 return [frame, *(f for f in frames if f is not frame)]
         return frames
+
+
+def _continuation(first: Any, later: Any) -> bool:
+    """Whether ``later`` is a sibling of ``first`` of its tag and class: a part of the
+    story ``first`` begins."""
+    return (
+        later.getparent() is first.getparent()
+        and later.tag == first.tag
+        and bool(first.get("class"))
+        and later.get("class") == first.get("class")
+    )
 
 
 def _join_continuations(frame: Any) -> None:
@@ -419,7 +432,7 @@ def _join_continuations(frame: Any) -> None:
     if not classes:
         return
     for sibling in list(frame.itersiblings(frame.tag)):
-        if sibling.get("class") != classes:
+        if not _continuation(frame, sibling):
             continue
         first = next((c for c in sibling if isinstance(c.tag, str)), None)
         if first is not None and first.tag in ("h1", "h2", "h3"):

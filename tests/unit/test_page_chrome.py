@@ -457,3 +457,19 @@ def test_a_line_drawn_as_a_paragraph_is_not_text() -> None:
     text = extract(page_with("<p>___</p><p>-----</p>", at=3)).text
     assert whole_story(text)
     assert "___" not in text and "---" not in text
+
+
+def test_a_short_first_part_of_a_split_story_is_kept_with_the_rest() -> None:
+    # the first part is under the 50 words of a title box: it is still the story's start
+    lead = "<p>SECAUCUS, N.J. — Mark Appel was passed over a year ago.</p><p>Not this time.</p>"
+    rail = "<div class='rail'><a href='/x'>Draft tracker</a> <a href='/y'>Mock drafts</a></div>"
+    page = (
+        "<html><body><div id='story'>"
+        f"<div class='article-body entry-content'>{lead}</div>{rail}"
+        f"<div class='article-body entry-content'>{paragraphs()}</div>"
+        "</div></body></html>"
+    )
+    text = extract(page).text
+    assert "Mark Appel was passed over" in text and "Not this time." in text
+    assert whole_story(text)
+    assert "Draft tracker" not in text
