@@ -1045,7 +1045,8 @@ def _highlights_end(blocks: list[Block]) -> int:
 def _story_blocks(blocks: list[Block], title: str | None) -> list[Block]:
     """The automatic extraction's blocks without what is about the story rather than of
     it: the headline and a kicker above it (:func:`_headline_end`), a standfirst set as
-    a heading or two right after it (:func:`_sentence_heading`), pull quotes
+    a heading or two right after it (:func:`_sentence_heading`), a byline, desk or
+    credit line above the first paragraph (:func:`_name_lines`), pull quotes
     (:mod:`~knowledge_crawler.transform.pullquotes`), lines that only date the page
     (:mod:`~knowledge_crawler.transform.stamps`), drawn lines ("___") and the lines
     that close it
@@ -1058,6 +1059,7 @@ def _story_blocks(blocks: list[Block], title: str | None) -> list[Block]:
         if blocks and blocks[0].kind == "h" and _sentence_heading(blocks[0].text, bool(start)):
             blocks = blocks[1:]  # a standfirst set as a heading above the text
     blocks = blocks[_highlights_end(blocks) :]
+    blocks = blocks[_name_lines(blocks) :]
     if blocks and blocks[0].kind == "p" and republished_line(blocks[0].text):
         blocks = blocks[1:]  # "This article originally appeared on ..."
     quotes = pull_quotes([b.text for b in blocks], [b.kind == "quote" for b in blocks])
@@ -1084,6 +1086,38 @@ def _story_blocks(blocks: list[Block], title: str | None) -> list[Block]:
 
 #: a paragraph that is a drawn line ("___", "-----", "====="): AP's break between parts
 _RULE = re.compile(r"\s*(?:_{3,}|-{3,}|={3,})\s*")
+
+
+#: a word of a name, a desk or a credit: capitalised, or a particle between such words
+_NAME_WORD = re.compile(r"(?:[A-ZÀ-Ý][\w'\u2019.&-]*|of|the|and|de|van|von|der|da|di|du|le|la|y|&)")
+#: the most words of such a line, and how many such lines may open the text
+_NAME_WORDS = 4
+_NAME_LINES = 2
+#: what a line that names nobody has: a sentence's or a list's punctuation
+_NOT_A_NAME = frozenset('.!?:;,"\u201c\u201d()')
+#: the fewest words of the paragraph that must follow such lines
+_LEAD_WORDS = 15
+
+
+def _name_lines(blocks: list[Block]) -> int:
+    """How many paragraphs that only name someone or something open the text: a byline
+    ("Von Gregory Lipinski"), a desk ("USA TODAY Sports", "ERFURTER STADTRAT"), a credit
+    ("Courtesy G4", "Handout"), a source ("CNN"). Up to two lines of at most four words,
+    each capitalised or a particle, no sentence punctuation, and a paragraph of 15 words
+    or more after them; 0 otherwise (a text that opens with a short line and no such
+    paragraph is left as it is)."""
+    at = 0
+    while at < _NAME_LINES and at + 1 < len(blocks) and blocks[at].kind == "p":
+        text = blocks[at].text
+        words = text.split()
+        if not 1 <= len(words) <= _NAME_WORDS or _NOT_A_NAME.intersection(text):
+            break
+        if not words[0][0].isupper() or not all(_NAME_WORD.fullmatch(w) for w in words):
+            break
+        at += 1
+    if at and (blocks[at].kind != "p" or len(blocks[at].text.split()) < _LEAD_WORDS):
+        return 0
+    return at
 
 
 def _sentence_heading(text: str, after_headline: bool = False) -> bool:

@@ -228,6 +228,13 @@ def test_a_deck_after_the_headline_goes_whatever_it_ends_with() -> None:
     assert "Borrowers of a failed bank" in _opening(deck)
 
 
+def test_a_byline_desk_or_credit_line_above_the_first_paragraph_goes() -> None:
+    for line in ("Von Gregory Lipinski", "USA TODAY Sports", "Courtesy G4", "Handout", "CNN"):
+        assert _opening(f"<p>{line}</p>") == "", line
+    for line in ("Not this time.", "Hello, world", "Introduction to the port", "bank notes"):
+        assert line in _opening(f"<p>{line}</p>"), line  # a sentence, or five words
+
+
 def test_inline_emphasis_dropped() -> None:
     html = f"<html><body><article><p>{LOREM}<b>bold words</b> and <i>italic</i>.</p>"
     html += f"<p>{LOREM * 2}</p></article></body></html>"
