@@ -73,6 +73,7 @@ from knowledge_crawler.transform.stamps import (
     credit_line,
     dated_line,
     label_line,
+    name_line,
     timestamp_line,
 )
 from knowledge_crawler.transform.title import page_title
@@ -1088,13 +1089,8 @@ def _story_blocks(blocks: list[Block], title: str | None) -> list[Block]:
 _RULE = re.compile(r"\s*(?:_{3,}|-{3,}|={3,})\s*")
 
 
-#: a word of a name, a desk or a credit: capitalised, or a particle between such words
-_NAME_WORD = re.compile(r"(?:[A-ZÀ-Ý][\w'\u2019.&-]*|of|the|and|de|van|von|der|da|di|du|le|la|y|&)")
-#: the most words of such a line, and how many such lines may open the text
-_NAME_WORDS = 4
+#: how many lines that only name someone may open the text
 _NAME_LINES = 2
-#: what a line that names nobody has: a sentence's or a list's punctuation
-_NOT_A_NAME = frozenset('.!?:;,"\u201c\u201d()')
 #: the fewest words of the paragraph that must follow such lines
 _LEAD_WORDS = 15
 
@@ -1108,11 +1104,7 @@ def _name_lines(blocks: list[Block]) -> int:
     paragraph is left as it is)."""
     at = 0
     while at < _NAME_LINES and at + 1 < len(blocks) and blocks[at].kind == "p":
-        text = blocks[at].text
-        words = text.split()
-        if not 1 <= len(words) <= _NAME_WORDS or _NOT_A_NAME.intersection(text):
-            break
-        if not words[0][0].isupper() or not all(_NAME_WORD.fullmatch(w) for w in words):
+        if not name_line(blocks[at].text):
             break
         at += 1
     if at and (blocks[at].kind != "p" or len(blocks[at].text.split()) < _LEAD_WORDS):

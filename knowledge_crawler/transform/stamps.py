@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_WORDS", "credit_line", "dated_line", "label_line", "timestamp_line"]
+__all__ = ["MAX_WORDS", "credit_line", "dated_line", "label_line", "name_line", "timestamp_line"]
 
 MAX_WORDS = 10
 _MAX_CHARS = 120  # longer is more than ten words of a date: not looked at further
@@ -192,3 +192,22 @@ _DATE = re.compile(
     r"(?:\s+\d{1,2}(?:st|nd|rd|th)?,?)?\s+\d{4}",
     re.IGNORECASE,
 )
+
+
+#: a word of a name, a desk or a credit: capitalised, or a particle between such words
+_NAME_WORD = re.compile(r"(?:[A-ZÀ-Ý][\w'\u2019.&-]*|of|the|and|de|van|von|der|da|di|du|le|la|y|&)")
+#: the most words of a line that only names someone
+_NAME_WORDS = 4
+#: what a line that names nobody has: a sentence's or a list's punctuation
+_NOT_A_NAME = frozenset('.!?:;,"\u201c\u201d()')
+
+
+def name_line(text: str) -> bool:
+    """A line that only names someone or something: a byline without its "By" ("Von
+    Gregory Lipinski", "Maggie Haberman"), a desk ("USA TODAY Sports"), a credit
+    ("Courtesy G4"), a source ("CNN"): one to four words, each capitalised or a particle
+    between such words, and no sentence punctuation."""
+    words = text.split()
+    if not 1 <= len(words) <= _NAME_WORDS or _NOT_A_NAME.intersection(text):
+        return False
+    return words[0][0].isupper() and all(_NAME_WORD.fullmatch(w) for w in words)

@@ -9,24 +9,25 @@ sit in the article's own element, as paragraphs, so the extractor keeps them; be
 labels leave them out.
 
 :func:`closing_lines` counts such lines at the end of the text: a paragraph of at most
-:data:`MAX_WORDS` words that asks the reader to follow someone on a social network,
-says how to reach the author at an address, to subscribe to a newsletter, or that the
-page's links earn the site a commission, or that it is paid for ("Anzeige: Dieser
-Beitrag ist in Zusammenarbeit mit ... entstanden", "Sponsored: ..."); or that cites the
-page or the paper it reports on ("Citation: ... retrieved ... from <address>", "More
-information: ...", a reference with a DOI), credits its reporting ("Contributing: ...",
-"... contributed to this report", "Additional reporting by ...; Editing by ...", "Our
-Standards: The Thomson Reuters Trust Principles.", "Autor: ...", "Das Bildmaterial wurde
-von ... zur Verfügung gestellt"), points to where the rest is ("Den kompletten Beitrag
-lesen Sie in der neuen Juli-Ausgabe ..."), asks for a reader's money or mail ("If you
-enjoyed this article, ... Join NRPLUS", "Questions? Comments? Email us at"), says where
-the text first appeared ("This article originally appeared on VICE US."), or claims its
-copyright; or that says who its author is ("Liliana Segura is a journalist and an editor
-at The Nation", "Inga Buller ist Head of Social & Community bei CHIP": a name of two to
-four capitalised words, "is", "ist", "est" or "es", then a trade within six words). Only the
-last paragraphs are looked at, from the end, and the count stops at the first one that
-is not such a line: the same words inside the story ("he told followers on Twitter")
-are part of it.
+:data:`MAX_WORDS` words that asks the reader to follow someone on a social network, says
+how to reach the author at an address, to subscribe to a newsletter, or that the page's
+links earn the site a commission, or that it is paid for ("Anzeige: Dieser Beitrag ist in
+Zusammenarbeit mit ... entstanden", "Sponsored: ..."); or that cites the page or the paper
+it reports on ("Citation: ... retrieved ... from <address>", "More information: ...", a
+reference with a DOI), credits its reporting ("Contributing: ...", "... contributed to
+this report", "Additional reporting by ...; Editing by ...", "Our Standards: The Thomson
+Reuters Trust Principles.", "Autor: ...", "Das Bildmaterial wurde von ... zur Verfügung
+gestellt"), points to where the rest is ("Den kompletten Beitrag lesen Sie in der neuen
+Juli-Ausgabe ..."), asks for a reader's money or mail ("If you enjoyed this article, ...
+Join NRPLUS", "Questions? Comments? Email us at"), says where the text first appeared
+("This article originally appeared on VICE US."), or claims its copyright; or that says
+who its author is ("Liliana Segura is a journalist and an editor at The Nation", "Inga
+Buller ist Head of Social & Community bei CHIP": a name of two to four capitalised words,
+"is", "ist", "est" or "es", then a trade within six words), or that only names the author
+("Maggie Haberman": :func:`.stamps.name_line`), gives the author's addresses
+("kokobj@yna.co.kr") or the wire's end mark ("(END)"). Only the last paragraphs are looked
+at, from the end, and the count stops at the first one that is not such a line: the same
+words inside the story ("he told followers on Twitter") are part of it.
 
 :func:`story_end` finds where a story ends at a line late in the text that signs it off
 ("Written by Marie Ellis", "Posted by Jane Doe at 3:04 PM", "Copyright: Medical News
@@ -40,10 +41,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from knowledge_crawler.transform.stamps import name_line
+
 __all__ = ["MAX_WORDS", "closing_line", "closing_lines", "republished_line", "story_end"]
 
 #: the longest closing line (words)
 MAX_WORDS = 60
+#: the most words of a closing line that only names the author or gives an address
+_NAME_WORDS_AT_END = 4
 #: how many paragraphs from the end are looked at
 _LAST = 5
 
@@ -150,9 +155,19 @@ _KEYWORDS = (
 )
 
 
+#: a line of the author's addresses only ("kokobj@yna.co.kr", "paul.t@chron.com
+#: twitter.com/paultakahashi"), or the wire's end mark ("(END)", "-30-")
+_SIGNATURE = re.compile(
+    r"(?:(?:\S+@\S+\.\w+|@\w+|(?:twitter|x)\.com/\w+)[\s,|/]*)+|\(end\)|-30-",
+    re.IGNORECASE,
+)
+
+
 def closing_line(text: str) -> bool:
     """Whether one paragraph is a closing line (see the module's rules)."""
     words = len(text.split())
+    if words <= _NAME_WORDS_AT_END and (name_line(text) or _SIGNATURE.fullmatch(text.strip())):
+        return True
     if words <= _COPYRIGHT_WORDS and _COPYRIGHT.match(text.lstrip()):
         return True
     if words <= _BIO_WORDS and _BIO.match(text.lstrip()):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from knowledge_crawler.transform.extract import extract
-from knowledge_crawler.transform.stamps import credit_line, label_line, timestamp_line
+from knowledge_crawler.transform.stamps import credit_line, label_line, name_line, timestamp_line
 from tests.unit.story import page_with, whole_story
 
 
@@ -134,3 +134,18 @@ def test_extraction_drops_a_timestamp_set_as_a_list_item_and_keeps_the_story() -
     text = extract(page_with(meta, at=0)).text
     assert "Updated" not in text and "Reading time" not in text
     assert whole_story(text)
+
+
+@pytest.mark.parametrize(
+    "line", ["Maggie Haberman", "Von Gregory Lipinski", "USA TODAY Sports", "Antje Rávic Strubel"]
+)
+def test_a_line_that_only_names_someone(line: str) -> None:
+    assert name_line(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["Not this time.", "bank notes", "Thanks, Junior!", "The Port Reopened On Friday Morning"],
+)
+def test_a_line_that_is_more_than_a_name(line: str) -> None:
+    assert not name_line(line)
