@@ -41,6 +41,9 @@ class KcConfig:
     store_busy_timeout: float = 10.0
     #: how long a batch is retried after transient database errors before the crawl stops (s)
     store_retry_seconds: float = 60.0
+    #: the folder of the rescue files of a database that has none (PostgreSQL): what a crawl
+    #: could not store; empty: the working folder. A SQLite database's stay beside it
+    rescue_dir: str = ""
     #: a writer's lease on a source (one writer at a time per source, F-STATE) lasts this
     #: long without a heartbeat (renewed every quarter of it): how long a writer killed on
     #: another host keeps the others out (s)

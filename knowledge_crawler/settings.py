@@ -26,6 +26,7 @@ KC_STORE_BATCH_SIZE = _DEFAULTS.store_batch_size
 KC_STORE_FLUSH_SECONDS = _DEFAULTS.store_flush_seconds
 KC_STORE_BUSY_TIMEOUT = _DEFAULTS.store_busy_timeout
 KC_STORE_RETRY_SECONDS = _DEFAULTS.store_retry_seconds
+KC_RESCUE_DIR = os.environ.get("KC_RESCUE_DIR", _DEFAULTS.rescue_dir)
 KC_LEASE_TTL_SECONDS = _DEFAULTS.lease_ttl_seconds
 KC_LEASE_WAIT_SECONDS = _DEFAULTS.lease_wait_seconds
 KC_PROGRESS_SECONDS = _DEFAULTS.progress_seconds

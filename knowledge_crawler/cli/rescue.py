@@ -47,8 +47,8 @@ def rescue(file: Path, database: str | None, wait: float | None) -> None:
     When the database stays unusable past KC_STORE_RETRY_SECONDS, a crawl stops
     and writes the rows it still holds to DATABASE.unsaved-RUN.jsonl beside the
     database (readable by its owner only; never in a temporary folder; for
-    PostgreSQL, knowledge-DIGEST.unsaved-RUN.jsonl in its working folder, named
-    for the database). The next crawl of that database loads such files before
+    PostgreSQL, knowledge-DIGEST.unsaved-RUN.jsonl in KC_RESCUE_DIR, else in its
+    working folder, named for the database). The next crawl of that database loads such files before
     it starts; this command loads one now, e.g. for a source no crawl will run
     soon:
 

@@ -519,7 +519,7 @@ class Runtime:
         rescue``; one that cannot be loaded stays, and the crawl goes on."""
         assert self.crawler.stats is not None
         stats = self.crawler.stats
-        for path in left_over_rescues(self.config.database_url):
+        for path in left_over_rescues(self.config.database_url, self.config.rescue_dir):
             try:
                 operations = await asyncio.to_thread(read_rescue, path)
             except (OSError, ConfigError) as exc:

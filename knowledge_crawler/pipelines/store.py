@@ -21,9 +21,9 @@ No row is lost and none is written twice:
   (close reason ``store_failed``, stats ``kc/store/failed`` and
   ``kc/store/error``, one ERROR line); at close the rows still in memory are
   tried once more and, if the database is still unusable, written to a rescue
-  file beside it, ``<database>.unsaved-<run id>.jsonl`` (0600; PostgreSQL: in the
-  working folder, named for the database; see :mod:`knowledge_crawler.store.rescue`,
-  which loads it back): one JSON object a
+  file beside it, ``<database>.unsaved-<run id>.jsonl`` (0600; PostgreSQL: in
+  ``KC_RESCUE_DIR`` or the working folder, named for the database; see
+  :mod:`knowledge_crawler.store.rescue`, which loads it back): one JSON object a
   line, ``{"page": {...}}`` or ``{"duplicate_update": {...}}``; never in another
   folder;
 * the age ticker outlives any error, and ``close_spider`` always flushes;
@@ -663,7 +663,7 @@ class StorePipeline(KcPipeline):
         next crawl or ``knowledge-crawler rescue`` loads it; never anywhere else."""
         pages = [op for op in ops if isinstance(op, PageRecord)]
         run = self.runtime.run_id if self.runtime.run_id is not None else f"pid{os.getpid()}"
-        path = rescue_path(self.runtime.store.url, run)
+        path = rescue_path(self.runtime.store.url, run, self.runtime.config.rescue_dir)
         try:
             write_rescue(path, ops)
         except OSError as exc:

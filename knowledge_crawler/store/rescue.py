@@ -4,7 +4,8 @@ loaded back through the store's normal batch path.
 When the database stays unusable past ``KC_STORE_RETRY_SECONDS``, the store pipeline
 writes what it still holds to ``<database>.unsaved-<run id>.jsonl`` in the database's
 folder (a PostgreSQL database has none: ``knowledge-<its digest>.unsaved-<run
-id>.jsonl`` in the crawl's working folder, see :func:`rescue_path`), one operation a
+id>.jsonl`` in ``KC_RESCUE_DIR``, else the crawl's working folder, see
+:func:`rescue_path`), one operation a
 line (:func:`operation_dict`), the file readable by its owner only (0600). Never in a
 shared temporary folder: when the file cannot be made where it belongs, the crawl says
 so and names every page it lost.
@@ -68,33 +69,37 @@ LOADED_SUFFIX = ".loaded"
 _NAME = re.compile(r"^(?P<db>.+)\.unsaved-(?P<run>[^./]+)\.jsonl$")
 
 
-def rescue_path(database_url: str, run: int | str) -> Path:
+def rescue_path(database_url: str, run: int | str, folder: str = "") -> Path:
     """Where a crawl of ``database_url`` keeps what run ``run`` could not store: beside a
-    SQLite file; for another database (which has no folder), in the working folder,
-    under a name that says which database it is for (:func:`_stand_in`)."""
-    stand_in = _stand_in(database_url)
+    SQLite file; for another database (which has no folder), in ``folder``
+    (``KC_RESCUE_DIR``) or else the working folder, under a name that says which database
+    it is for (:func:`_stand_in`)."""
+    stand_in = _stand_in(database_url, folder)
     return stand_in.with_name(f"{stand_in.name}.unsaved-{run}.jsonl")
 
 
-def _stand_in(database_url: str) -> Path:
+def _stand_in(database_url: str, folder: str = "") -> Path:
     """The path rescue files of ``database_url`` are named after: the SQLite file, or for
-    another database ``knowledge-<12 hex digits>`` in the working folder, the digits the
-    SHA-256 of the URL as logs show it (no password): a crawl of the same database from
-    the same folder finds the files, and no other database's crawl takes them."""
+    another database ``knowledge-<12 hex digits>`` in ``folder`` (else the working
+    folder), the digits the SHA-256 of the URL as logs show it (no password): a crawl of
+    the same database with the same folder finds the files, and no other database's
+    crawl takes them."""
     prefix = "sqlite:///"
     if database_url.startswith(prefix) and database_url[len(prefix) :] not in ("", ":memory:"):
         return Path(database_url[len(prefix) :])
     digest = hashlib.sha256(display_url(database_url).encode("utf-8")).hexdigest()[:12]
-    return Path.cwd() / f"knowledge-{digest}"
+    return (Path(folder) if folder else Path.cwd()) / f"knowledge-{digest}"
 
 
 def write_rescue(path: Path, operations: Sequence[Operation]) -> None:
-    """Append ``operations`` to ``path`` (made 0600 if new, kept 0600), synced to disk.
+    """Append ``operations`` to ``path`` (made 0600 if new, kept 0600), synced to disk;
+    its folder is made (0700) if it is not there yet (``KC_RESCUE_DIR``).
 
     Raises :class:`OSError` when the file cannot be made or written there; never
     falls back to another folder.
     """
     lines = "".join(json.dumps(operation_dict(op), default=repr) + "\n" for op in operations)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(path, flags, 0o600)
     try:
@@ -322,13 +327,14 @@ def load_rescue(
     return summary
 
 
-def left_over_rescues(database_url: str) -> Iterator[Path]:
+def left_over_rescues(database_url: str, folder: str = "") -> Iterator[Path]:
     """The rescue files of ``database_url`` not loaded yet, oldest run first: beside a
-    SQLite database, or for another database those of its name in the working folder
-    (:func:`rescue_path`). None for an in-memory database."""
+    SQLite database, or for another database those of its name in ``folder``
+    (``KC_RESCUE_DIR``), else the working folder (:func:`rescue_path`). None for an
+    in-memory database."""
     if database_url.rstrip("/") in ("sqlite:", "sqlite:///:memory:"):
         return iter(())
-    db = _stand_in(database_url)
+    db = _stand_in(database_url, folder)
     if not db.parent.is_dir():
         return iter(())
 

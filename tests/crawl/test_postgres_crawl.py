@@ -88,22 +88,30 @@ async def test_a_batch_whose_commit_was_lost_counts_once_in_its_run(
     assert run["responses_200_unchanged"] == 0
 
 
+@pytest.mark.parametrize("where", ["working folder", "KC_RESCUE_DIR"])
 @coroutine_test
 async def test_what_a_postgresql_crawl_could_not_store_is_loaded_by_its_next_crawl(
-    site: TestSite, postgres_url: str, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    site: TestSite,
+    postgres_url: str,
+    db_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    where: str,
 ) -> None:
     """The server goes out of reach for longer than the retry window: the crawl stops and
-    keeps the rows it held in a file in its working folder named for its database. A crawl
-    of another database from the same folder leaves the file alone; the next crawl of this
-    one loads it first, and ends with the rows of a crawl never disturbed."""
+    keeps the rows it held in a file named for its database, in its working folder or in
+    ``KC_RESCUE_DIR`` (made if missing). A crawl of another database with the same folder
+    leaves the file alone; the next crawl of this one (with ``KC_RESCUE_DIR``, from another
+    working folder) loads it first, and ends with the rows of a crawl never disturbed."""
     import json
 
     from tests.pg_proxy import CommitCutter
 
-    folder = tmp_path / "work"
-    folder.mkdir()
-    monkeypatch.chdir(folder)
-    settings = {
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    folder = work if where == "working folder" else tmp_path / "rescue" / "kc"
+    settings: dict[str, object] = {
         "KC_ARCHIVE_DIR": str(tmp_path / "archive"),
         "KC_STORE_BATCH_SIZE": 10,
         "KC_STORE_RETRY_SECONDS": 1.0,
@@ -112,6 +120,8 @@ async def test_what_a_postgresql_crawl_could_not_store_is_loaded_by_its_next_cra
         "KC_LEASE_TTL_SECONDS": 2.0,
         "KC_LEASE_WAIT_SECONDS": 30.0,
     }
+    if where == "KC_RESCUE_DIR":
+        settings["KC_RESCUE_DIR"] = str(folder)
     with CommitCutter(postgres_url) as cutter:
         url = cutter.url(postgres_url)
         open_store(url).close()
@@ -132,7 +142,12 @@ async def test_what_a_postgresql_crawl_could_not_store_is_loaded_by_its_next_cra
         assert calm.stats.get_value("kc/rescue/files") is None
         assert rescue_file.is_file()
 
+        assert not list(work.glob("*.jsonl")) or folder == work
         cutter.stop_refusing()
+        if where == "KC_RESCUE_DIR":
+            elsewhere = tmp_path / "elsewhere"
+            elsewhere.mkdir()
+            monkeypatch.chdir(elsewhere)
         again = await run_crawl(url, settings, seeds=site.url)
     assert again.stats.get_value("kc/rescue/files") == 1
     assert again.stats.get_value("kc/rescue/pages") == len(rescued)
