@@ -98,6 +98,9 @@ def prune(tree: HtmlElement) -> None:
     * An ``<aside>`` of the document's footnotes (Sphinx's ``footnote-list``, pandoc's
       ``doc-endnotes``) becomes a ``<div>``: the notes are the text's own
       (:func:`_footnotes`).
+    * A table that lays out the page (three rows at most, no header cell, a cell of 80
+      words or more) becomes ``<div>`` s (:func:`_unwrap_layout_tables`): a story set
+      in a layout cell came out as one table cell, its paragraphs run together.
     * An id that is the slug of its element's heading loses it
       (:func:`_slug_of_heading`): Sphinx, Django's and Markdown renderers name a section
       by its heading, and a heading's words ("General recommendations for authors and
@@ -190,6 +193,7 @@ def prune(tree: HtmlElement) -> None:
             continue
         for el in table.iterancestors():
             _drop_class_tokens(el, lambda token: "meta" in token)
+    _unwrap_layout_tables(tree)
     # A walk in Python: with the elements' objects held (extract_tree), it takes two
     # thirds of the time of the XPath ``descendant-or-self::*[contains(@class, 'sidebar')]``
     # and the same walk finds reader comments named in other languages
@@ -284,6 +288,37 @@ def _slug_of_heading(el: HtmlElement, ident: str) -> bool:
         and all(w in have for w in words)
         and not all(w in _CHROME_WORDS for w in words)
     )
+
+
+#: a cell of this many words or more holds a page's text, not a datum
+_LAYOUT_CELL_WORDS = 80
+#: the most rows of a layout table (a page's frame: a header, a body, a footer)
+_LAYOUT_ROWS = 3
+_TABLE_PARTS = ("thead", "tbody", "tfoot", "tr", "td", "th")
+
+
+def _unwrap_layout_tables(tree: HtmlElement) -> None:
+    """A table that lays out the page rather than holding data becomes ``<div>`` s: one
+    of :data:`_LAYOUT_ROWS` rows at most, whose own cells include one of
+    :data:`_LAYOUT_CELL_WORDS` words or more, and no header cell. trafilatura renders a
+    table as a table, and a story set in a layout cell (``<td>`` of ``<br>``-separated
+    paragraphs) came out as one cell of one row, its paragraphs run together."""
+    for table in list(tree.iter("table")):
+        if table.tag != "table":
+            continue
+        own = [
+            el for el in table.iter(*_TABLE_PARTS) if next(el.iterancestors("table"), None) is table
+        ]
+        cells = [el for el in own if el.tag in ("td", "th")]
+        if not cells or any(el.tag == "th" for el in cells):
+            continue
+        if sum(el.tag == "tr" for el in own) > _LAYOUT_ROWS:
+            continue  # rows of long cells: a list set as a table (DocBook's questions)
+        if not any(len(cell.text_content().split()) >= _LAYOUT_CELL_WORDS for cell in cells):
+            continue
+        table.tag = "div"
+        for el in own:
+            el.tag = "div"
 
 
 def _holds_story(el: HtmlElement) -> bool:

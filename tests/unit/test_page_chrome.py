@@ -473,3 +473,31 @@ def test_a_short_first_part_of_a_split_story_is_kept_with_the_rest() -> None:
     assert "Mark Appel was passed over" in text and "Not this time." in text
     assert whole_story(text)
     assert "Draft tracker" not in text
+
+
+def test_a_story_set_in_a_layout_table_keeps_its_paragraphs() -> None:
+    story = "<br /><br />".join(STORY)
+    nav = "<a href='/'>Home</a><br /><a href='/news'>News</a>"
+    page = (
+        "<html><body><table width='100%'><tr><td class='nav'>"
+        f"{nav}</td><td class='ArticleLeftColumn'><span id='lblBody'>{story}</span></td>"
+        "</tr></table></body></html>"
+    )
+    md = extract(page).markdown
+    assert "|" not in md  # not one cell of one row
+    lines = md.split("\n")
+    assert all(text in lines for text in STORY)  # each paragraph a line of its own
+
+
+def test_a_table_of_long_answers_or_with_a_header_stays_a_table() -> None:
+    answer = " ".join(["The harbour master said the port would reopen on Friday."] * 10)
+    rows = "".join(f"<tr><td>{i}.</td><td>{answer}</td></tr>" for i in range(1, 5))
+    qanda = f"<table>{rows}</table>"
+    headed = (
+        "<table><tr><th>Question</th><th>Answer</th></tr>"
+        f"<tr><td>1</td><td>{answer}</td></tr></table>"
+    )
+    for table in (qanda, headed):
+        md = extract(page_with(table, at=3)).markdown
+        assert "| --- |" in md
+        assert whole_story(md)
