@@ -318,7 +318,11 @@ def _unwrap_layout_tables(tree: HtmlElement) -> None:
             continue
         table.tag = "div"
         for el in own:
-            el.tag = "div"
+            inline = el.tag in ("td", "th") and not any(
+                isinstance(child.tag, str) and child.tag in _BLOCK_LEVEL for child in el
+            )
+            # a cell of inline text is a paragraph: trafilatura skips a <div> of inline text
+            el.tag = "p" if inline and (el.text_content() or "").strip() else "div"
 
 
 def _holds_story(el: HtmlElement) -> bool:

@@ -501,3 +501,13 @@ def test_a_table_of_long_answers_or_with_a_header_stays_a_table() -> None:
         md = extract(page_with(table, at=3)).markdown
         assert "| --- |" in md
         assert whole_story(md)
+
+
+def test_the_inline_text_of_an_unwrapped_layout_cell_is_kept() -> None:
+    page = (
+        "<html><body><table><tr><td><b>How do you pronounce the harbour's name?</b></td></tr>"
+        f"<tr><td>{paragraphs()}</td></tr></table></body></html>"
+    )
+    text = extract(page).text
+    assert "How do you pronounce the harbour's name?" in text
+    assert whole_story(text)
