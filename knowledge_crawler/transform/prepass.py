@@ -99,8 +99,9 @@ def prune(tree: HtmlElement) -> None:
       ``doc-endnotes``) becomes a ``<div>``: the notes are the text's own
       (:func:`_footnotes`).
     * A table that lays out the page (three rows at most, no header cell, a cell of 80
-      words or more) becomes ``<div>`` s (:func:`_unwrap_layout_tables`): a story set
-      in a layout cell came out as one table cell, its paragraphs run together.
+      words or more) becomes ``<div>`` s, a cell of inline text a ``<p>``
+      (:func:`_unwrap_layout_tables`): a story set in a layout cell came out as one
+      table cell, its paragraphs run together.
     * An id that is the slug of its element's heading loses it
       (:func:`_slug_of_heading`): Sphinx, Django's and Markdown renderers name a section
       by its heading, and a heading's words ("General recommendations for authors and
