@@ -295,7 +295,7 @@ def _slug_of_heading(el: HtmlElement, ident: str) -> bool:
 _LAYOUT_CELL_WORDS = 80
 #: the most rows of a layout table (a page's frame: a header, a body, a footer)
 _LAYOUT_ROWS = 3
-_TABLE_PARTS = ("thead", "tbody", "tfoot", "tr", "td", "th")
+_TABLE_SECTIONS = frozenset({"thead", "tbody", "tfoot"})
 
 
 def _unwrap_layout_tables(tree: HtmlElement) -> None:
@@ -305,25 +305,27 @@ def _unwrap_layout_tables(tree: HtmlElement) -> None:
     table as a table, and a story set in a layout cell (``<td>`` of ``<br>``-separated
     paragraphs) came out as one cell of one row, its paragraphs run together."""
     for table in list(tree.iter("table")):
-        if table.tag != "table":
-            continue
-        own = [
-            el for el in table.iter(*_TABLE_PARTS) if next(el.iterancestors("table"), None) is table
+        rows = [
+            row
+            for part in table
+            for row in (part if part.tag in _TABLE_SECTIONS else (part,))
+            if row.tag == "tr"
         ]
-        cells = [el for el in own if el.tag in ("td", "th")]
-        if not cells or any(el.tag == "th" for el in cells):
-            continue
-        if sum(el.tag == "tr" for el in own) > _LAYOUT_ROWS:
+        if not rows or len(rows) > _LAYOUT_ROWS:
             continue  # rows of long cells: a list set as a table (DocBook's questions)
+        cells = [cell for row in rows for cell in row if cell.tag in ("td", "th")]
+        if not cells or any(cell.tag == "th" for cell in cells):
+            continue
         if not any(len(cell.text_content().split()) >= _LAYOUT_CELL_WORDS for cell in cells):
             continue
-        table.tag = "div"
-        for el in own:
-            inline = el.tag in ("td", "th") and not any(
-                isinstance(child.tag, str) and child.tag in _BLOCK_LEVEL for child in el
+        for el in (table, *(part for part in table if part.tag in _TABLE_SECTIONS), *rows):
+            el.tag = "div"
+        for cell in cells:
+            inline = not any(
+                isinstance(child.tag, str) and child.tag in _BLOCK_LEVEL for child in cell
             )
             # a cell of inline text is a paragraph: trafilatura skips a <div> of inline text
-            el.tag = "p" if inline and (el.text_content() or "").strip() else "div"
+            cell.tag = "p" if inline and (cell.text_content() or "").strip() else "div"
 
 
 def _holds_story(el: HtmlElement) -> bool:
