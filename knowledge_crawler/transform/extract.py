@@ -391,7 +391,7 @@ class _Fullest:
         if not frames or frames[0] is None:
             return frames
         first = frames[0]
-        words = len(" ".join(first.itertext()).split())
+        words = _words_up_to(first, _BOX_WORDS)
         if words >= _BOX_WORDS:
             return frames
         test = getattr(expression, "test", None)  # a fastpaths.Selection keeps only the first
@@ -412,6 +412,17 @@ class _Fullest:
         return frames
 
 
+def _words_up_to(el: Any, most: int) -> int:
+    """The words of ``el``'s text, counted up to ``most``: the frame of a story need not be
+    read to its end to know it is no title box (every page asks)."""
+    count = 0
+    for text in el.itertext():
+        count += len(text.split())
+        if count >= most:
+            return most
+    return count
+
+
 def _continuation(first: Any, later: Any) -> bool:
     """Whether ``later`` is a sibling of ``first`` of its tag and class: a part of the
     story ``first`` begins."""
@@ -429,8 +440,7 @@ def _join_continuations(frame: Any) -> None:
     two ``div.article_body``), of which trafilatura would read the first part only. A
     sibling that opens with a heading, or holds a headline or a header, is another story
     (a list of posts, a page that scrolls on to the next stories), not a part."""
-    classes = frame.get("class")
-    if not classes:
+    if not frame.get("class"):
         return
     for sibling in list(frame.itersiblings(frame.tag)):
         if not _continuation(frame, sibling):
@@ -1049,10 +1059,10 @@ def _story_blocks(blocks: list[Block], title: str | None) -> list[Block]:
     a heading or two right after it (:func:`_sentence_heading`), a byline, desk or
     credit line above the first paragraph (:func:`_name_lines`), pull quotes
     (:mod:`~knowledge_crawler.transform.pullquotes`), lines that only date the page
-    (:mod:`~knowledge_crawler.transform.stamps`), drawn lines ("___") and the lines
-    that close it
-    (:mod:`~knowledge_crawler.transform.trailers`: paragraphs or quotes, as an author's
-    note is often set as a quote). A selector's elements
+    (:mod:`~knowledge_crawler.transform.stamps`), drawn lines ("___"), the lines that
+    close it (:mod:`~knowledge_crawler.transform.trailers`: paragraphs or quotes, as an
+    author's note is often set as a quote) and what follows a late end of the story
+    (:func:`~knowledge_crawler.transform.trailers.story_end`). A selector's elements
     (:func:`extract_selected`) are not guessed at: they lose only the headline."""
     start = _headline_end(blocks, title) if title else 0
     blocks = blocks[start:]

@@ -238,13 +238,17 @@ def story_end(texts: Sequence[str], looked_at: Sequence[bool]) -> int:
     comments here you agree to ...". ``texts``: the text's blocks, ``looked_at``: which
     of them are paragraphs or headings (the others are not looked at, their words
     counted). ``len(texts)`` when none ends it."""
-    total = sum(len(text.split()) for text in texts)
+    counts = [len(text.split()) for text in texts]
+    total = sum(counts)
     seen = 0
     for at, text in enumerate(texts):
-        words = len(text.split())
-        if looked_at[at] and seen >= _SIGNED_AFTER * total and _ends_story(text.strip(), words):
+        if (
+            looked_at[at]
+            and seen >= _SIGNED_AFTER * total
+            and _ends_story(text.strip(), counts[at])
+        ):
             return at
-        seen += words
+        seen += counts[at]
     return len(texts)
 
 
