@@ -190,3 +190,27 @@ def test_rescue_of_a_file_that_is_not_one_is_one_line(
     [line] = result.stderr.splitlines()
     assert line.startswith("knowledge-crawler: error: " + message.format(file=file)), line
     assert not (tmp_path / "knowledge.db").exists()
+
+
+def test_a_rescue_folder_is_made_private_and_one_that_cannot_be_made_raises(
+    tmp_path: Path,
+) -> None:
+    """``KC_RESCUE_DIR`` need not exist: the first rescue makes it (0700) and the file
+    (0600). Where it cannot be made (a file stands there), writing raises OSError, which
+    the crawl reports as ``kc/store/rescue_failed``, and nothing is written anywhere."""
+    from knowledge_crawler.store.base import Touch
+    from knowledge_crawler.store.rescue import read_rescue, write_rescue
+
+    ops = [Touch("blog", "https://example.com/a", "2026-12-05T00:00:00Z")]
+    made = tmp_path / "rescue" / "kc" / "knowledge-0123456789ab.unsaved-7.jsonl"
+    write_rescue(made, ops)
+    assert stat.S_IMODE(made.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(made.stat().st_mode) == 0o600
+    assert read_rescue(made) == ops
+
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    before = sorted(tmp_path.rglob("*"))
+    with pytest.raises(OSError):
+        write_rescue(blocked / "knowledge-0123456789ab.unsaved-8.jsonl", ops)
+    assert sorted(tmp_path.rglob("*")) == before
