@@ -102,6 +102,9 @@ def prune(tree: HtmlElement) -> None:
       words or more) becomes ``<div>`` s, a cell of inline text a ``<p>``
       (:func:`_unwrap_layout_tables`): a story set in a layout cell came out as one
       table cell, its paragraphs run together.
+    * A story's lead set apart as a ``<div>`` of text alone (``art-lead``,
+      ``article__lead``) right before the story's box becomes the box's first paragraph
+      (:func:`_story_lead`): trafilatura read the box without it.
     * An id that is the slug of its element's heading loses it
       (:func:`_slug_of_heading`): Sphinx, Django's and Markdown renderers name a section
       by its heading, and a heading's words ("General recommendations for authors and
@@ -201,11 +204,14 @@ def prune(tree: HtmlElement) -> None:
     boxes = []
     comments = []
     text_boxes: list[HtmlElement] = []
+    leads = []
     for el in tree.iter(Element):
         classes = el.get("class")
         if classes:
             if "sidebar" in classes:
                 boxes.append(el)
+            if "lead" in classes and el.tag == "div" and _LEAD_CLASS.search(classes):
+                leads.append(el)
             if classes[0] in "cCkK" and _COMMENTS.match(classes) and el.tag in _COMMENT_BOXES:
                 comments.append(el)
                 continue
@@ -230,6 +236,12 @@ def prune(tree: HtmlElement) -> None:
             drop_keeping_tail(el)
     if text_boxes:
         _text_boxes_to_paragraphs(tree, text_boxes)
+    for el in leads:
+        story = _story_lead(el) if el.tag == "div" and el.getparent() is not None else None
+        if story is not None:
+            el.tag = "p"  # the story's first paragraph, read with the story
+            if story.tag != "p":
+                _move_to_front(el, story)
     for box in boxes:
         if _inline_box(box):
             for el in box.iter():
@@ -403,6 +415,45 @@ def _text_boxes_to_paragraphs(tree: HtmlElement, boxes: list[HtmlElement]) -> No
     for box in (*boxes, *more):
         if not any(isinstance(c.tag, str) and c.tag in _BLOCK_LEVEL for c in box):
             box.tag = "p"
+
+
+#: a class that names a story's lead ("lead", "art-lead", "article__lead"), not a
+#: utility class that merely contains the word ("leading-tight") or a "leader"
+_LEAD_CLASS = re.compile(r"(?:^|[\s_-])lead(?:$|[\s_-])")
+#: the fewest words of a lead
+_LEAD_WORDS = 12
+#: how many of a lead's later siblings are looked at for the story it opens
+_LEAD_SIBLINGS = 3
+#: what a story's paragraph holds at least, and its box (characters)
+_STORY_PARAGRAPH_CHARS, _STORY_CHARS = 80, 400
+
+
+def _story_lead(div: HtmlElement) -> HtmlElement | None:
+    """Where a story's first paragraph, set apart as a ``<div>`` of text alone and classed
+    as the lead (``<div class="art-lead">``), belongs: the story right after it (one of
+    its next :data:`_LEAD_SIBLINGS` siblings: a long paragraph, or a box of
+    :data:`_STORY_CHARS` characters or more), or None. trafilatura skips a ``<div>`` of
+    inline text, and reads the story's box without the lead beside it, so the story lost
+    its opening. The lead must read as a paragraph (:data:`_LEAD_WORDS` words or more,
+    ending a sentence); a "lead" box elsewhere (a newsletter offer above a form) stays
+    as it is."""
+    if any(isinstance(c.tag, str) and c.tag in _BLOCK_LEVEL for c in div):
+        return None
+    text = div.text_content().strip()
+    if len(text.split()) < _LEAD_WORDS or text[-1] not in _SENTENCE_ENDS:
+        return None
+    for at, sibling in enumerate(div.itersiblings()):
+        if at == _LEAD_SIBLINGS:
+            break
+        if sibling.tag == "p" and len(sibling.text_content()) >= _STORY_PARAGRAPH_CHARS:
+            return sibling
+        if sibling.tag in _STORY_BOXES and len(sibling.text_content()) >= _STORY_CHARS:
+            return sibling
+    return None
+
+
+_STORY_BOXES = frozenset({"div", "section", "article"})
+_SENTENCE_ENDS = frozenset('.!?"”»)…')
 
 
 #: the least text a ``<div>`` starts with for it to be looked at as a paragraph (characters)
@@ -752,6 +803,21 @@ def _navigation_class(classes: str) -> bool:
     return any(
         token.startswith("nav") or "navigation" in token for token in classes.lower().split()
     )
+
+
+def _move_to_front(el: HtmlElement, box: HtmlElement) -> None:
+    """Move ``el`` to the start of ``box``, before the box's own text; the text that
+    followed ``el`` stays where it was."""
+    tail, el.tail = el.tail, None
+    if tail:
+        previous = el.getprevious()
+        parent = el.getparent()
+        if previous is not None:
+            previous.tail = (previous.tail or "") + tail
+        elif parent is not None:
+            parent.text = (parent.text or "") + tail
+    el.tail, box.text = box.text, None
+    box.insert(0, el)
 
 
 def drop_keeping_tail(el: HtmlElement) -> None:

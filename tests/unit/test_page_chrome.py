@@ -511,3 +511,36 @@ def test_the_inline_text_of_an_unwrapped_layout_cell_is_kept() -> None:
     text = extract(page).text
     assert "How do you pronounce the harbour's name?" in text
     assert whole_story(text)
+
+
+LEAD = (
+    "Rescuers found a fifth victim four days after the landslide buried several houses"
+    " in the village; five people, two of them children, are still missing."
+)
+
+
+def test_a_storys_lead_set_apart_as_a_div_opens_the_story() -> None:
+    # as lsm.lv and wprost.pl set it: the lead beside the story's box, not inside it
+    for lead_class, body_class in (("article__lead", "article__body"), ("art-lead", "art-content")):
+        page = (
+            "<html><body><article><h1>Landslide</h1><div class='article__info'>Today</div>"
+            f"<div class='{lead_class}'> {LEAD} </div><div class='banner advert'></div>"
+            f"<div class='{body_class}'>{paragraphs()}</div></article></body></html>"
+        )
+        lines = extract(page).text.split("\n")
+        assert lines[0] == LEAD, lead_class
+        assert whole_story("\n".join(lines)) and lines.count(LEAD) == 1
+
+
+def test_a_lead_box_that_opens_no_story_stays_out() -> None:
+    offer = (
+        "Sign up for our daily newsletter and get the latest news from the harbour delivered"
+        " to your inbox every morning."
+    )
+    page = (
+        f"<html><body><article>{paragraphs()}</article><div class='modal'>"
+        f"<div class='article-lead-text'>{offer}</div><form><input name='e'></form></div>"
+        "</body></html>"
+    )
+    text = extract(page).text
+    assert "newsletter" not in text and whole_story(text)
