@@ -322,13 +322,15 @@ def _spare_raw_tree() -> None:
 
 
 def _focus_broad_frames() -> None:
-    """Narrow the broad ends of trafilatura's frame cascade to the article inside them,
-    and try the page's article element before recovering every paragraph of the page.
+    """Narrow every frame of trafilatura's frame cascade to the article inside it, and
+    try the page's article element before recovering every paragraph of the page.
 
     trafilatura's last two frame expressions (``BODY_XPATH[3]``: a class or id saying
     ``content``; ``[4]``: one starting with ``main``, or ``<main>``) often take a whole
-    page column, teasers and tickers included; when no frame gives enough text, it
-    recovers every paragraph of the page, comments and footers included.
+    page column, teasers and tickers included; the first three (an article's box,
+    ``<article>``, a story's box) less often, a box of comments or other stories inside
+    the story's; when no frame gives enough text, it recovers every paragraph of the
+    page, comments and footers included.
     :func:`~knowledge_crawler.transform.focus.narrow` finds the element that holds the
     article inside such a frame (or inside ``<body>``, as a last frame tried before that
     recovery), and only when it clearly does. Installed once, when the two expressions
@@ -343,10 +345,10 @@ def _focus_broad_frames() -> None:
     names = [getattr(expr, "name", None) for expr in cascade]
     if names[3:] != ["BODY_XPATH[3]", "BODY_XPATH[4]"]:
         return
+    for at in (0, 1, 2):
+        cascade[at] = _Narrowed(_Fullest(cascade[at]))
     cascade[3] = _Narrowed(cascade[3])
     cascade[4] = _Narrowed(cascade[4])
-    for at in (0, 1, 2):
-        cascade[at] = _Fullest(cascade[at])
     cascade.append(_ArticleOfPage())
 
 
@@ -473,7 +475,7 @@ class _ArticleOfPage:
         body = tree if tree.tag == "body" else next(tree.iter("body"), None)
         if body is None:
             return []
-        found = narrow(body, page=True)
+        found = narrow(body)
         return [] if found is body else [found]
 
 

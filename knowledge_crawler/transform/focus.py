@@ -1,11 +1,13 @@
-"""The article inside a broad frame: paragraph-density scoring (pure, lxml trees only).
+"""The article inside a frame: paragraph-density scoring (pure, lxml trees only).
 
 trafilatura looks for the main content with a cascade of expressions, from article
 containers (``articleBody``, ``post-content`` ...) down to any element whose class or id
 says ``content`` or starts with ``main``; when none gives enough text it recovers every
 paragraph of the page. The broad ends of that cascade take a whole page column: the
 article with the teasers, tickers and "more stories" around it; the recovery takes
-reader comments and footers as well.
+reader comments and footers as well. The narrow ends take less often too much: an
+``<article>`` or ``entry-content`` box that also holds the comments, a side box of
+other stories, a subscription form.
 
 :func:`narrow` finds, inside such a frame, the element that holds the article by
 scoring paragraphs as Readability does: each paragraph of 25 characters or more gives
@@ -18,12 +20,12 @@ that score at least a fifth of it (and 10) are part of the article: their parent
 taken. The frame is narrowed only when all of these hold, so that a documentation page
 whose sections are all content keeps its frame:
 
-* the element's own class or id names an article and none of boilerplate; or, inside
-  ``<body>`` when no frame expression matched (``page``), names neither and holds the
-  page's scored paragraphs, all but 5 % of their text (CNN's 2013 story column is
-  ``cnn_strycntntlft``; the alternative there is every paragraph of the page);
-* what the narrowing leaves out is mostly links (at least 30 % of its text: menus,
-  teaser headlines, tickers), not prose;
+* the element's own class or id names an article and none of boilerplate; or it names
+  neither and holds the frame's scored paragraphs, all but 5 % of their text (CNN's 2013
+  story column is ``cnn_strycntntlft``; the alternative there is every paragraph of the
+  page);
+* what the narrowing leaves out is to a good part links (at least 20 % of its text:
+  menus, teaser headlines, tickers), not prose alone;
 * the element holds at least 500 characters, 300 of them in scored paragraphs.
 
 Tags are those of trafilatura's cleaned tree (links are ``ref`` there; ``a`` is counted
@@ -35,7 +37,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from knowledge_crawler.transform._text import norm
+from lxml.etree import XPath
 
 __all__ = ["narrow"]
 
@@ -52,18 +54,40 @@ _LINKS = ("ref", "a")
 _MIN_PARAGRAPH = 25  # characters: shorter paragraphs are not scored
 _SIBLING_SHARE = 0.2  # of the best score, for a sibling to be part of the article
 _SIBLING_MIN = 10.0
-_LEFT_OUT_LINKS = 0.3  # least share of link text in what narrowing leaves out
+_LEFT_OUT_LINKS = 0.2  # least share of link text in what narrowing leaves out
 _MIN_CHARS = 500
 _MIN_PARAGRAPH_CHARS = 300
-_STRAY_PARAGRAPHS = 0.05  # of a page's scored paragraph text, outside an unnamed article
+_STRAY_PARAGRAPHS = 0.05  # of a frame's scored paragraph text, outside an unnamed article
+
+
+#: the length of an element's text with its runs of white space as one space, in C
+_LENGTH = XPath("string-length(normalize-space())")
 
 
 def _length(el: Any) -> int:
-    return len(norm(el.text_content()))
+    return int(_LENGTH(el))
 
 
-def _link_length(el: Any) -> int:
-    return sum(_length(a) for a in el.iter(*_LINKS))
+class _Lengths:
+    """Text lengths of the elements of one frame, each measured once: a paragraph is
+    scored, then counted in the best element and in the frame; a link is counted in
+    every scored element above it."""
+
+    def __init__(self) -> None:
+        self.of: dict[Any, int] = {}
+
+    def __call__(self, el: Any) -> int:
+        length = self.of.get(el)
+        if length is None:
+            length = self.of[el] = _length(el)
+        return length
+
+    def links(self, el: Any) -> int:
+        return sum(self(a) for a in el.iter(*_LINKS))
+
+    def paragraphs(self, el: Any) -> int:
+        lengths = (self(p) for p in el.iter("p"))
+        return sum(n for n in lengths if n >= _MIN_PARAGRAPH)
 
 
 def _class_weight(el: Any) -> int:
@@ -87,42 +111,37 @@ def _names_article(el: Any) -> bool:
     )
 
 
-def _scores(frame: Any) -> dict[Any, float]:
+def _scores(frame: Any, length: _Lengths) -> dict[Any, float]:
     """The score of each parent and grandparent of a scored paragraph inside ``frame``
     (``frame`` included)."""
-    inside = set(frame.iter())
     raw: dict[Any, float] = {}
     for paragraph in frame.iter("p"):
-        length = _length(paragraph)
-        if length < _MIN_PARAGRAPH:
+        chars = length(paragraph)
+        if chars < _MIN_PARAGRAPH:
             continue
-        points = 1 + paragraph.text_content().count(",") + min(length // 100, 3)
-        el = paragraph.getparent()
+        points = 1 + paragraph.text_content().count(",") + min(chars // 100, 3)
+        el = paragraph
         for share in (1.0, 0.5):
-            if el is None or el not in inside:
+            if el is frame:
+                break  # its parent is outside the frame
+            el = el.getparent()
+            if el is None:
                 break
             if el not in raw:
                 raw[el] = _class_weight(el) + (5 if el.tag == "div" else 0)
             raw[el] += points * share
-            el = el.getparent()
     scores = {}
     for el, score in raw.items():
-        length = _length(el)
-        scores[el] = score * (1 - _link_length(el) / length) if length else 0.0
+        chars = length(el)
+        scores[el] = score * (1 - length.links(el) / chars) if chars else 0.0
     return scores
 
 
-def _paragraph_chars(el: Any) -> int:
-    lengths = (_length(p) for p in el.iter("p"))
-    return sum(n for n in lengths if n >= _MIN_PARAGRAPH)
-
-
-def narrow(frame: Any, *, page: bool = False) -> Any:
+def narrow(frame: Any) -> Any:
     """The element inside ``frame`` that holds the article, or ``frame`` itself when
-    no element clearly does (see the module's rules). ``page``: ``frame`` is the page's
-    ``<body>``, and the element need not be named an article when it holds the page's
-    scored paragraphs (all but :data:`_STRAY_PARAGRAPHS` of their text)."""
-    scores = _scores(frame)
+    no element clearly does (see the module's rules)."""
+    length = _Lengths()
+    scores = _scores(frame, length)
     if not scores:
         return frame
     best = max(scores, key=scores.__getitem__)
@@ -133,19 +152,17 @@ def narrow(frame: Any, *, page: bool = False) -> Any:
             best = parent  # the article runs over several siblings
     if best is frame:
         return frame
-    length = _length(best)
-    paragraphs = _paragraph_chars(best)
-    if length < _MIN_CHARS or paragraphs < _MIN_PARAGRAPH_CHARS:
+    paragraphs = length.paragraphs(best)
+    if length(best) < _MIN_CHARS or paragraphs < _MIN_PARAGRAPH_CHARS:
         return frame
     if not _names_article(best) and not (
-        page
-        and not _names_boilerplate(best)
-        and paragraphs >= (1 - _STRAY_PARAGRAPHS) * _paragraph_chars(frame)
+        not _names_boilerplate(best)
+        and paragraphs >= (1 - _STRAY_PARAGRAPHS) * length.paragraphs(frame)
     ):
         return frame
-    left_out = _length(frame) - length
+    left_out = length(frame) - length(best)
     if left_out <= 0:
         return frame
-    if (_link_length(frame) - _link_length(best)) / left_out < _LEFT_OUT_LINKS:
+    if (length.links(frame) - length.links(best)) / left_out < _LEFT_OUT_LINKS:
         return frame
     return best

@@ -1,4 +1,4 @@
-"""The article inside a broad frame (knowledge_crawler.transform.focus)."""
+"""The article inside a frame (knowledge_crawler.transform.focus)."""
 
 from __future__ import annotations
 
@@ -48,11 +48,27 @@ def test_a_frame_whose_rest_is_prose_is_kept() -> None:
     assert narrow(frame) is frame
 
 
-def test_an_element_that_does_not_name_an_article_is_not_taken() -> None:
+def test_an_unnamed_element_is_taken_only_with_the_frames_paragraphs() -> None:
     page = _page("", _teasers(12)).replace('<div class="story-text"></div>', "")
-    page = page.replace("</div></body>", f"<div>{paragraphs(5)}</div></div></body>")
-    frame = _frame(page)
-    assert narrow(frame) is frame
+    whole = page.replace("</div></body>", f"<div>{paragraphs(5)}</div></div></body>")
+    frame = _frame(whole)
+    assert narrow(frame).getparent() is frame  # the unnamed <div> of every paragraph
+    parted = page.replace(
+        "</div></body>", f"<div>{paragraphs(5)}</div>{paragraphs(2, 5)}</div></body>"
+    )
+    frame = _frame(parted)
+    assert narrow(frame) is frame  # two of seven paragraphs would be left out
+
+
+def test_a_frame_is_narrowed_when_a_fifth_of_what_is_left_out_is_links() -> None:
+    # teaser cards of a headline link and a summary sentence: 25 % of their text is links
+    cards = "".join(
+        f'<div class="card"><a href="/s/{i}">Headline {i} of the day</a>'
+        f"<div>The summary of story {i}, which this box offers the reader too.</div></div>"
+        for i in range(10)
+    )
+    frame = _frame(_page(paragraphs(5), cards))
+    assert narrow(frame).get("class") == "story-text"
 
 
 def test_comments_are_never_the_article() -> None:
@@ -82,6 +98,25 @@ def test_extraction_drops_the_teaser_column_of_a_broad_frame() -> None:
     text = extract(page).text
     assert text.count("The council voted") == 5
     assert "Another headline" not in text and "Short summary" not in text
+
+
+def test_an_article_elements_box_of_other_stories_is_left_out() -> None:
+    # an <article> (trafilatura's second frame expression) that also holds a box of
+    # other stories, each a headline link and a sentence of summary
+    cards = "".join(
+        f'<div class="card"><h3><a href="/s/{i}">Another headline number {i} of the day</a>'
+        f"</h3><p>The summary of story number {i}, which this box offers to the reader as "
+        "well.</p></div>"
+        for i in range(8)
+    )
+    page = (
+        "<html><body><article><h1>Bridge</h1>"
+        f'<div class="text-wrap">{paragraphs(6)}</div>'
+        f'<div class="more-box">{cards}</div></article></body></html>'
+    )
+    text = extract(page).text
+    assert text.count("The council voted") == 6
+    assert "summary of story" not in text and "Another headline" not in text
 
 
 def test_a_page_without_frames_keeps_its_article_not_the_teasers_around_it() -> None:
@@ -119,7 +154,6 @@ def test_a_page_without_frames_keeps_its_unnamed_article_when_it_holds_every_par
 
 def test_an_unnamed_element_is_not_taken_when_paragraphs_lie_outside_it() -> None:
     body = html.fromstring(_unnamed_story_page(_teasers(12) + paragraphs(2, 10))).find(".//body")
-    assert narrow(body, page=True) is body
+    assert narrow(body) is body
     body = html.fromstring(_unnamed_story_page(_teasers(12))).find(".//body")
-    assert narrow(body, page=True).get("class") == "cnn_strycntntlft"
-    assert narrow(body) is body  # a frame inside the page: only a named article
+    assert narrow(body).get("class") == "cnn_strycntntlft"
