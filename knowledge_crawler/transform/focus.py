@@ -35,7 +35,7 @@ too, for trees that were not converted).
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
 
 from lxml.etree import XPath
 
@@ -65,7 +65,7 @@ _LENGTH = XPath("string-length(normalize-space())")
 
 
 def _length(el: Any) -> int:
-    return int(_LENGTH(el))
+    return int(cast(float, _LENGTH(el)))  # string-length() is a number
 
 
 class _Lengths:
