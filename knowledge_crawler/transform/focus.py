@@ -24,8 +24,9 @@ whose sections are all content keeps its frame:
   neither and holds the frame's scored paragraphs, all but 5 % of their text (CNN's 2013
   story column is ``cnn_strycntntlft``; the alternative there is every paragraph of the
   page);
-* what the narrowing leaves out is mostly links (at least 30 % of its text: menus,
-  teaser headlines, tickers), not prose (at 20 % it dropped parts of stories on
+* what the narrowing leaves out is mostly links or boxes named as boilerplate (at least
+  30 % of its text: menus, teaser headlines, tickers, a ``promo`` box of prose), not
+  prose of unnamed boxes (at 20 % of links alone it dropped parts of stories on
   held-out pages: docs/extraction.md, tenth pass);
 * the element holds at least 500 characters, 300 of them in scored paragraphs.
 
@@ -164,6 +165,25 @@ def narrow(frame: Any) -> Any:
     left_out = length(frame) - length(best)
     if left_out <= 0:
         return frame
-    if (length.links(frame) - length.links(best)) / left_out < _LEFT_OUT_LINKS:
-        return frame
-    return best
+    links = length.links(frame) - length.links(best)
+    if links / left_out >= _LEFT_OUT_LINKS:
+        return best
+    if (links + _named_chrome(frame, best, length)) / left_out >= _LEFT_OUT_LINKS:
+        return best
+    return frame
+
+
+def _named_chrome(frame: Any, best: Any, length: _Lengths) -> int:
+    """The text outside ``best`` in boxes whose class or id names boilerplate, less their
+    links (counted already)."""
+    total = 0
+    stack = [c for c in frame if isinstance(c.tag, str)]
+    while stack:
+        el = stack.pop()
+        if el is best:
+            continue
+        if _names_boilerplate(el):
+            total += length(el) - length.links(el)
+            continue
+        stack.extend(c for c in el if isinstance(c.tag, str))
+    return total

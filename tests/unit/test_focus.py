@@ -72,6 +72,16 @@ def test_a_frame_is_kept_when_what_would_be_left_out_is_a_quarter_links() -> Non
     assert narrow(frame) is frame
 
 
+def test_a_frame_is_narrowed_when_what_is_left_out_is_a_box_named_as_boilerplate() -> None:
+    # prose without a link, in a box whose class says what it is
+    promo = '<div class="promo-box">' + paragraphs(3, 30) + "</div>"
+    frame = _frame(_page(paragraphs(6), promo))
+    assert narrow(frame).get("class") == "story-text"
+    unnamed = '<div class="box">' + paragraphs(3, 30) + "</div>"
+    frame = _frame(_page(paragraphs(6), unnamed))
+    assert narrow(frame) is frame  # prose of an unnamed box may be the story's
+
+
 def test_comments_are_never_the_article() -> None:
     comments = '<div class="comment-body">' + paragraphs(8, 20) + "</div>"
     frame = _frame(_page(paragraphs(1), comments + _teasers(12)))
