@@ -283,15 +283,15 @@ def _slug_of_heading(el: HtmlElement, ident: str) -> bool:
     heading lacks: "s-for-application-authors", "section-..."), one of them at least
     not a word of the boxes pages name that way (:data:`_CHROME_WORDS`): "related-work"
     and "social-impact" are sections, "related-posts" and "reader-comments" boxes."""
-    words = [w for w in _SLUG_SPLIT.split(ident.lower()) if w and not w.isdigit()]
-    if len(words) < _SLUG_WORDS or all(w in _CHROME_WORDS for w in words):
-        return False
     heading = el if el.tag in HEADINGS else None
     for child in el[:3] if heading is None else ():
         if isinstance(child.tag, str) and child.tag in HEADINGS:
             heading = child
             break
     if heading is None:
+        return False  # (asked first: most elements with an id open no heading)
+    words = [w for w in _SLUG_SPLIT.split(ident.lower()) if w and not w.isdigit()]
+    if len(words) < _SLUG_WORDS or all(w in _CHROME_WORDS for w in words):
         return False
     have = set(WORD_RE.findall(heading.text_content().lower()))
     if words[0] not in have:
