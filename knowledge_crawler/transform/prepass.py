@@ -102,9 +102,9 @@ def prune(tree: HtmlElement) -> None:
       words or more) becomes ``<div>`` s, a cell of inline text a ``<p>``
       (:func:`_unwrap_layout_tables`): a story set in a layout cell came out as one
       table cell, its paragraphs run together.
-    * A story's lead set apart as a ``<div>`` of text alone (``art-lead``,
-      ``article__lead``) right before the story's box becomes the box's first paragraph
-      (:func:`_story_lead`): trafilatura read the box without it.
+    * A story's lead set apart as a ``<div>`` of text alone or a ``<p>`` (``art-lead``,
+      ``article__lead``, ``chapo``) right before the story's box becomes the box's first
+      paragraph (:func:`_story_lead`): trafilatura read the box without it.
     * An id that is the slug of its element's heading loses it
       (:func:`_slug_of_heading`): Sphinx, Django's and Markdown renderers name a section
       by its heading, and a heading's words ("General recommendations for authors and
@@ -210,7 +210,11 @@ def prune(tree: HtmlElement) -> None:
         if classes:
             if "sidebar" in classes:
                 boxes.append(el)
-            if "lead" in classes and el.tag == "div" and _LEAD_CLASS.search(classes):
+            if (
+                ("lead" in classes or "chapo" in classes or "perex" in classes)
+                and el.tag in _LEAD_TAGS
+                and _LEAD_CLASS.search(classes)
+            ):
                 leads.append(el)
             if classes[0] in "cCkK" and _COMMENTS.match(classes) and el.tag in _COMMENT_BOXES:
                 comments.append(el)
@@ -237,7 +241,7 @@ def prune(tree: HtmlElement) -> None:
     if text_boxes:
         _text_boxes_to_paragraphs(tree, text_boxes)
     for el in leads:
-        story = _story_lead(el) if el.tag == "div" and el.getparent() is not None else None
+        story = _story_lead(el) if el.tag in _LEAD_TAGS and el.getparent() is not None else None
         if story is not None:
             el.tag = "p"  # the story's first paragraph, read with the story
             if story.tag != "p":
@@ -417,9 +421,11 @@ def _text_boxes_to_paragraphs(tree: HtmlElement, boxes: list[HtmlElement]) -> No
             box.tag = "p"
 
 
-#: a class that names a story's lead ("lead", "art-lead", "article__lead"), not a
-#: utility class that merely contains the word ("leading-tight") or a "leader"
-_LEAD_CLASS = re.compile(r"(?:^|[\s_-])lead(?:$|[\s_-])")
+#: a class that names a story's lead ("lead", "art-lead", "article__lead"; the French
+#: "chapô", "af-chapo"; the Czech "perex"), not a utility class that merely contains the
+#: word ("leading-tight") or a "leader"
+_LEAD_CLASS = re.compile(r"(?:^|[\s_-])(?:lead|chapo|perex)(?:$|[\s_-])")
+_LEAD_TAGS = frozenset({"div", "p"})
 #: the fewest words of a lead
 _LEAD_WORDS = 12
 #: how many of a lead's later siblings are looked at for the story it opens
@@ -429,14 +435,14 @@ _STORY_PARAGRAPH_CHARS, _STORY_CHARS = 80, 400
 
 
 def _story_lead(div: HtmlElement) -> HtmlElement | None:
-    """Where a story's first paragraph, set apart as a ``<div>`` of text alone and classed
-    as the lead (``<div class="art-lead">``), belongs: the story right after it (one of
-    its next :data:`_LEAD_SIBLINGS` siblings: a long paragraph, or a box of
-    :data:`_STORY_CHARS` characters or more), or None. trafilatura skips a ``<div>`` of
-    inline text, and reads the story's box without the lead beside it, so the story lost
-    its opening. The lead must read as a paragraph (:data:`_LEAD_WORDS` words or more,
-    ending a sentence); a "lead" box elsewhere (a newsletter offer above a form) stays
-    as it is."""
+    """Where a story's first paragraph, set apart as a ``<div>`` of text alone or a
+    ``<p>`` and classed as the lead (``<div class="art-lead">``, ``<p class="af-chapo">``),
+    belongs: the story right after it (one of its next :data:`_LEAD_SIBLINGS` siblings: a
+    long paragraph, or a box of :data:`_STORY_CHARS` characters or more), or None.
+    trafilatura skips a ``<div>`` of inline text, and reads the story's box without the
+    lead beside it, so the story lost its opening. The lead must read as a paragraph
+    (:data:`_LEAD_WORDS` words or more, ending a sentence); a "lead" box elsewhere (a
+    newsletter offer above a form) stays as it is."""
     if any(isinstance(c.tag, str) and c.tag in _BLOCK_LEVEL for c in div):
         return None
     text = div.text_content().strip()

@@ -521,10 +521,15 @@ LEAD = (
 
 def test_a_storys_lead_set_apart_as_a_div_opens_the_story() -> None:
     # as lsm.lv and wprost.pl set it: the lead beside the story's box, not inside it
-    for lead_class, body_class in (("article__lead", "article__body"), ("art-lead", "art-content")):
+    # (and gofeminin.de its "chapô" as a <p>)
+    for tag, lead_class, body_class in (
+        ("div", "article__lead", "article__body"),
+        ("div", "art-lead", "art-content"),
+        ("p", "af-chapo", "af-article-body"),
+    ):
         page = (
             "<html><body><article><h1>Landslide</h1><div class='article__info'>Today</div>"
-            f"<div class='{lead_class}'> {LEAD} </div><div class='banner advert'></div>"
+            f"<{tag} class='{lead_class}'> {LEAD} </{tag}><div class='banner advert'></div>"
             f"<div class='{body_class}'>{paragraphs()}</div></article></body></html>"
         )
         lines = extract(page).text.split("\n")
