@@ -79,9 +79,14 @@ _READING_TIME = re.compile(
 
 def label_line(text: str) -> bool:
     """A line that is only the label of an ad slot or a share bar ("Anzeige",
-    "Advertisement", "hirdetés", "Teilen auf", "Share this"): the slot's or the bar's
+    "Advertisement", "hirdetés", "Teilen auf", "Share this"), or of a link to the
+    comments or to more ("comment", "more »"): the slot's, the bar's or the link's
     content is gone, its label stayed."""
-    return len(text) <= _LABEL_CHARS and text.strip(" \t\n:|-\u2013").lower() in _LABELS
+    return len(text) <= _LABEL_CHARS and text.strip(_LABEL_STRIP).lower() in _LABELS
+
+
+#: what a label is set between: separators, a colon, and the arrows of a link ("more »")
+_LABEL_STRIP = " \t\n:|-\u2013\u00bb\u203a\u2192>"
 
 
 _LABELS = frozenset(
@@ -109,6 +114,10 @@ _LABELS = frozenset(
         "condividi",
         "user rating",
         "rate this article",
+        "comment",
+        "comments",
+        "more",
+        "read more",
     }
 )
 _LABEL_CHARS = 40

@@ -106,13 +106,19 @@ def test_extraction_drops_a_credit_line_and_keeps_the_story() -> None:
 
 
 @pytest.mark.parametrize(
-    "line", ["Anzeige", "hirdetés", "Advertisement:", "Teilen auf", "SHARE", "User rating:"]
+    "line",
+    [
+        *["Anzeige", "hirdetés", "Advertisement:", "Teilen auf", "SHARE", "User rating:"],
+        *["more\u00bb", "Read more \u203a", "comment", "Comments"],
+    ],
 )
 def test_the_label_of_an_ad_slot_or_a_share_bar(line: str) -> None:
     assert label_line(line)
 
 
-@pytest.mark.parametrize("line", ["Share prices fell.", "Anzeige erstattet", "Teilen"[:3]])
+@pytest.mark.parametrize(
+    "line", ["Share prices fell.", "Anzeige erstattet", "Teilen"[:3], "More comments."]
+)
 def test_a_line_that_is_more_than_a_label(line: str) -> None:
     assert not label_line(line)
 
@@ -127,6 +133,15 @@ def test_extraction_drops_the_timestamp_line_and_keeps_the_story() -> None:
     text = extract(page_with("<p>Mis à jour le 29/10/2012 à 14h03</p>", at=0)).text
     assert "Mis à jour" not in text
     assert whole_story(text)
+
+
+def test_extraction_drops_timestamp_lines_set_in_one_paragraph() -> None:
+    stamps = "<p>First Published: 00:37 IST(16/5/2013)<br>Last Updated: 01:44 IST(16/5/2013)</p>"
+    text = extract(page_with(stamps, at=0)).text
+    assert "Published" not in text and "Updated" not in text
+    assert whole_story(text)
+    dated = "<p>Last Updated: 01:44 IST(16/5/2013)<br>The port reopened on Friday.</p>"
+    assert "The port reopened on Friday." in extract(page_with(dated, at=0)).text
 
 
 def test_extraction_drops_a_timestamp_set_as_a_list_item_and_keeps_the_story() -> None:
