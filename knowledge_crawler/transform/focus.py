@@ -175,14 +175,15 @@ def narrow(frame: Any) -> Any:
 
 def _named_chrome(frame: Any, best: Any, length: _Lengths) -> int:
     """The text outside ``best`` in boxes whose class or id names boilerplate, less their
-    links (counted already)."""
+    links (counted already). A box that holds ``best`` is looked into, not counted."""
+    above = set(best.iterancestors())
     total = 0
     stack = [c for c in frame if isinstance(c.tag, str)]
     while stack:
         el = stack.pop()
         if el is best:
             continue
-        if _names_boilerplate(el):
+        if el not in above and _names_boilerplate(el):
             total += length(el) - length.links(el)
             continue
         stack.extend(c for c in el if isinstance(c.tag, str))

@@ -82,6 +82,16 @@ def test_a_frame_is_narrowed_when_what_is_left_out_is_a_box_named_as_boilerplate
     assert narrow(frame) is frame  # prose of an unnamed box may be the story's
 
 
+def test_a_box_named_as_boilerplate_that_holds_the_article_is_not_counted_as_left_out() -> None:
+    # the story's box inside a wrapper whose class says "media"; what would be left out
+    # is prose of an unnamed box, which may be the story's
+    story = '<div class="media-wrap"><div class="story-text">' + paragraphs(6) + "</div></div>"
+    unnamed = '<div class="box">' + paragraphs(3, 30) + "</div>"
+    page = f'<html><body><div class="main-content">{story}{unnamed}</div></body></html>'
+    frame = _frame(page)
+    assert narrow(frame) is frame
+
+
 def test_comments_are_never_the_article() -> None:
     comments = '<div class="comment-body">' + paragraphs(8, 20) + "</div>"
     frame = _frame(_page(paragraphs(1), comments + _teasers(12)))
