@@ -75,6 +75,7 @@ from knowledge_crawler.transform.stamps import (
     label_line,
     name_line,
     timestamp_line,
+    timestamp_lines,
 )
 from knowledge_crawler.transform.title import page_title
 from knowledge_crawler.transform.trailers import closing_lines, republished_line, story_end
@@ -1087,7 +1088,7 @@ def _story_blocks(blocks: list[Block], title: str | None) -> list[Block]:
             or credit_line(b.text)
             or label_line(b.text)
             or _RULE.fullmatch(b.text) is not None
-            or _stamp_lines(b.text)
+            or timestamp_lines(b.text)
         )
     ]
     run = len(blocks)  # where the paragraphs (and quotes) that end the text start
@@ -1096,13 +1097,6 @@ def _story_blocks(blocks: list[Block], title: str | None) -> list[Block]:
     closing = closing_lines([b.text for b in blocks[run:]])
     blocks = blocks[: len(blocks) - closing] if closing else blocks
     return blocks[: story_end([b.text for b in blocks], [b.kind in ("p", "h") for b in blocks])]
-
-
-def _stamp_lines(text: str) -> bool:
-    """A paragraph of several lines, each of which only dates the page ("First Published:
-    00:37 IST(16/5/2013)" and "Last Updated: ..." set one under the other)."""
-    lines = [line for line in text.split("\n") if line.strip()]
-    return len(lines) > 1 and all(timestamp_line(line) for line in lines)
 
 
 #: a paragraph that is a drawn line ("___", "-----", "====="): AP's break between parts

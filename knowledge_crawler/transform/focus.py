@@ -157,11 +157,10 @@ def narrow(frame: Any) -> Any:
     paragraphs = length.paragraphs(best)
     if length(best) < _MIN_CHARS or paragraphs < _MIN_PARAGRAPH_CHARS:
         return frame
-    if not _names_article(best) and not (
-        not _names_boilerplate(best)
-        and paragraphs >= (1 - _STRAY_PARAGRAPHS) * length.paragraphs(frame)
-    ):
+    if _names_boilerplate(best):
         return frame
+    if not _names_article(best) and paragraphs < (1 - _STRAY_PARAGRAPHS) * length.paragraphs(frame):
+        return frame  # unnamed, and scored paragraphs lie outside it
     left_out = length(frame) - length(best)
     if left_out <= 0:
         return frame

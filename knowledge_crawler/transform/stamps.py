@@ -25,7 +25,15 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_WORDS", "credit_line", "dated_line", "label_line", "name_line", "timestamp_line"]
+__all__ = [
+    "MAX_WORDS",
+    "credit_line",
+    "dated_line",
+    "label_line",
+    "name_line",
+    "timestamp_line",
+    "timestamp_lines",
+]
 
 MAX_WORDS = 10
 _MAX_CHARS = 120  # longer is more than ten words of a date: not looked at further
@@ -64,6 +72,13 @@ def timestamp_line(text: str) -> bool:
         or _BYLINE.fullmatch(text) is not None
         or _READING_TIME.fullmatch(text) is not None
     )
+
+
+def timestamp_lines(text: str) -> bool:
+    """A paragraph of several lines, each of which only dates the page ("First Published:
+    00:37 IST(16/5/2013)" and "Last Updated: ..." set one under the other)."""
+    lines = [line for line in text.split("\n") if line.strip()]
+    return len(lines) > 1 and all(timestamp_line(line) for line in lines)
 
 
 #: how long the page takes to read: "Reading time: 4 min", "5 min read", "Lesezeit: 3
