@@ -241,7 +241,7 @@ def prune(tree: HtmlElement) -> None:
     if text_boxes:
         _text_boxes_to_paragraphs(tree, text_boxes)
     for el in leads:
-        story = _story_lead(el) if el.tag in _LEAD_TAGS and el.getparent() is not None else None
+        story = _story_lead(el) if el.getparent() is not None else None
         if story is not None:
             el.tag = "p"  # the story's first paragraph, read with the story
             if story.tag != "p":
@@ -427,28 +427,28 @@ def _text_boxes_to_paragraphs(tree: HtmlElement, boxes: list[HtmlElement]) -> No
 _LEAD_CLASS = re.compile(r"(?:^|[\s_-])(?:lead|chapo|perex)(?:$|[\s_-])")
 _LEAD_TAGS = frozenset({"div", "p"})
 #: the fewest words of a lead
-_LEAD_WORDS = 12
+_LEAD_MIN_WORDS = 12
 #: how many of a lead's later siblings are looked at for the story it opens
 _LEAD_SIBLINGS = 3
 #: what a story's paragraph holds at least, and its box (characters)
 _STORY_PARAGRAPH_CHARS, _STORY_CHARS = 80, 400
 
 
-def _story_lead(div: HtmlElement) -> HtmlElement | None:
+def _story_lead(lead: HtmlElement) -> HtmlElement | None:
     """Where a story's first paragraph, set apart as a ``<div>`` of text alone or a
     ``<p>`` and classed as the lead (``<div class="art-lead">``, ``<p class="af-chapo">``),
     belongs: the story right after it (one of its next :data:`_LEAD_SIBLINGS` siblings: a
     long paragraph, or a box of :data:`_STORY_CHARS` characters or more), or None.
     trafilatura skips a ``<div>`` of inline text, and reads the story's box without the
     lead beside it, so the story lost its opening. The lead must read as a paragraph
-    (:data:`_LEAD_WORDS` words or more, ending a sentence); a "lead" box elsewhere (a
+    (:data:`_LEAD_MIN_WORDS` words or more, ending a sentence); a "lead" box elsewhere (a
     newsletter offer above a form) stays as it is."""
-    if any(isinstance(c.tag, str) and c.tag in _BLOCK_LEVEL for c in div):
+    if any(isinstance(c.tag, str) and c.tag in _BLOCK_LEVEL for c in lead):
         return None
-    text = div.text_content().strip()
-    if len(text.split()) < _LEAD_WORDS or text[-1] not in _SENTENCE_ENDS:
+    text = lead.text_content().strip()
+    if len(text.split()) < _LEAD_MIN_WORDS or text[-1] not in _SENTENCE_ENDS:
         return None
-    for at, sibling in enumerate(div.itersiblings()):
+    for at, sibling in enumerate(lead.itersiblings()):
         if at == _LEAD_SIBLINGS:
             break
         if sibling.tag == "p" and len(sibling.text_content()) >= _STORY_PARAGRAPH_CHARS:
@@ -812,29 +812,33 @@ def _navigation_class(classes: str) -> bool:
 
 
 def _move_to_front(el: HtmlElement, box: HtmlElement) -> None:
-    """Move ``el`` to the start of ``box``, before the box's own text; the text that
-    followed ``el`` stays where it was."""
-    tail, el.tail = el.tail, None
-    if tail:
-        previous = el.getprevious()
-        parent = el.getparent()
-        if previous is not None:
-            previous.tail = (previous.tail or "") + tail
-        elif parent is not None:
-            parent.text = (parent.text or "") + tail
+    """Move ``el`` (a block) to the start of ``box``, before the box's own text; the text
+    that followed ``el`` stays where it was."""
+    _keep_tail(el)
     el.tail, box.text = box.text, None
     box.insert(0, el)
 
 
 def drop_keeping_tail(el: HtmlElement) -> None:
     """Remove ``el`` with its text, but not the text that follows it in its parent."""
+    if el.getparent() is not None:
+        _keep_tail(el)
+        el.getparent().remove(el)
+
+
+def _keep_tail(el: HtmlElement) -> None:
+    """Hand the text after ``el`` to what stands before it, before ``el`` leaves its
+    place. The block ``el`` was kept the words on its two sides apart: a space keeps them
+    apart still ("Dateline" and "Loose words" around a box are not "DatelineLoose")."""
+    tail, el.tail = el.tail, None
     parent = el.getparent()
-    if parent is None:
+    if not tail or parent is None:
         return
-    if el.tail:
-        previous = el.getprevious()
-        if previous is None:
-            parent.text = (parent.text or "") + el.tail
-        else:
-            previous.tail = (previous.tail or "") + el.tail
-    parent.remove(el)
+    previous = el.getprevious()
+    before = parent.text if previous is None else previous.tail
+    if before and el.tag in _BLOCK_LEVEL and not before[-1].isspace() and not tail[0].isspace():
+        tail = " " + tail
+    if previous is None:
+        parent.text = (before or "") + tail
+    else:
+        previous.tail = (before or "") + tail

@@ -537,6 +537,34 @@ def test_a_storys_lead_set_apart_as_a_div_opens_the_story() -> None:
         assert whole_story("\n".join(lines)) and lines.count(LEAD) == 1
 
 
+def test_moving_a_lead_into_the_storys_box_keeps_the_text_around_it_in_place() -> None:
+    from knowledge_crawler.transform.prepass import prune
+
+    page = (
+        "<html><body><article>Dateline text<div class='lead'>"
+        f"{LEAD}</div>Loose words<div class='article-body'>Box words"
+        f"{paragraphs()}</div></article></body></html>"
+    )
+    tree = html.fromstring(page)
+    prune(tree)
+    article, box = tree.find(".//article"), tree.find(".//div[@class='article-body']")
+    assert article is not None and box is not None
+    assert box[0].tag == "p" and box[0].text.strip() == LEAD  # the lead opens the box
+    assert box[0].tail == "Box words"  # and the box's own words follow it
+    # the words the lead stood between stay where they were, still apart
+    assert article.text == "Dateline text Loose words"
+
+
+def test_dropping_a_block_keeps_the_words_on_its_two_sides_apart() -> None:
+    from knowledge_crawler.transform.prepass import drop_keeping_tail
+
+    box = html.fromstring("<div>Before<div class='ad'>Ad</div>after <b>x</b>y<i>z</i>w</div>")
+    drop_keeping_tail(box[0])  # a block: its two sides were apart
+    assert box.text == "Before after "
+    drop_keeping_tail(box[1])  # inline: "y" and "w" were one word around it
+    assert box[0].tail == "yw"
+
+
 def test_a_lead_box_that_opens_no_story_stays_out() -> None:
     offer = (
         "Sign up for our daily newsletter and get the latest news from the harbour delivered"
