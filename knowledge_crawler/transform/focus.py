@@ -27,7 +27,11 @@ whose sections are all content keeps its frame:
 * what the narrowing leaves out is mostly links or boxes named as boilerplate (at least
   30 % of its text: menus, teaser headlines, tickers, a ``promo`` box of prose), not
   prose of unnamed boxes (at 20 % of links alone it dropped parts of stories on
-  held-out pages: docs/extraction.md, tenth pass);
+  held-out pages: docs/extraction.md, tenth pass); or the rest of it, less the page's
+  headers and headings, is under a tenth of the element's text: a standfirst, a
+  breadcrumb, an author's line or a copyright line beside a story, where a part of the
+  story left out would be larger (a part in a sibling box of the element's tag and
+  class, its lead say, keeps the frame however short);
 * the element holds at least 500 characters, 300 of them in scored paragraphs.
 
 Tags are those of trafilatura's cleaned tree (links are ``ref`` there; ``a`` is counted
@@ -57,6 +61,7 @@ _MIN_PARAGRAPH = 25  # characters: shorter paragraphs are not scored
 _SIBLING_SHARE = 0.2  # of the best score, for a sibling to be part of the article
 _SIBLING_MIN = 10.0
 _LEFT_OUT_LINKS = 0.3  # least share of link text in what narrowing leaves out
+_LEFT_OUT_PROSE = 0.1  # of the element's text: the most other prose narrowing may leave out
 _MIN_CHARS = 500
 _MIN_PARAGRAPH_CHARS = 300
 _STRAY_PARAGRAPHS = 0.05  # of a frame's scored paragraph text, outside an unnamed article
@@ -167,14 +172,35 @@ def narrow(frame: Any) -> Any:
     links = length.links(frame) - length.links(best)
     if links / left_out >= _LEFT_OUT_LINKS:
         return best
-    if (links + _named_chrome(frame, best, length)) / left_out >= _LEFT_OUT_LINKS:
+    if (links + _chrome(frame, best, length)) / left_out >= _LEFT_OUT_LINKS:
+        return best
+    prose = left_out - links - _chrome(frame, best, length, headers=True)
+    if prose < _LEFT_OUT_PROSE * length(best) and not _in_parts(best, length):
         return best
     return frame
 
 
-def _named_chrome(frame: Any, best: Any, length: _Lengths) -> int:
-    """The text outside ``best`` in boxes whose class or id names boilerplate, less their
-    links (counted already). A box that holds ``best`` is looked into, not counted."""
+def _in_parts(best: Any, length: _Lengths) -> bool:
+    """Whether a sibling of ``best`` of its tag and class holds a scored paragraph: a
+    story set in more than one box (the lead in an ``<article>`` of its own)."""
+    parent = best.getparent()
+    return parent is not None and any(
+        el is not best
+        and el.tag == best.tag
+        and el.get("class") == best.get("class")
+        and length.paragraphs(el) > 0
+        for el in parent
+    )
+
+
+#: what a page sets above a story (the headline, the byline): lxml's tags and trafilatura's
+_HEADERS = frozenset({"header", "head", "h1", "h2", "h3", "h4", "h5", "h6"})
+
+
+def _chrome(frame: Any, best: Any, length: _Lengths, *, headers: bool = False) -> int:
+    """The text outside ``best`` in boxes whose class or id names boilerplate (and, with
+    ``headers``, in headers and headings), less their links (counted already). A box
+    that holds ``best`` is looked into, not counted."""
     above = set(best.iterancestors())
     total = 0
     stack = [c for c in frame if isinstance(c.tag, str)]
@@ -182,7 +208,7 @@ def _named_chrome(frame: Any, best: Any, length: _Lengths) -> int:
         el = stack.pop()
         if el is best:
             continue
-        if el not in above and _names_boilerplate(el):
+        if el not in above and (_names_boilerplate(el) or (headers and el.tag in _HEADERS)):
             total += length(el) - length.links(el)
             continue
         stack.extend(c for c in el if isinstance(c.tag, str))

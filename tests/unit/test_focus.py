@@ -82,6 +82,35 @@ def test_a_frame_is_narrowed_when_what_is_left_out_is_a_box_named_as_boilerplate
     assert narrow(frame) is frame  # prose of an unnamed box may be the story's
 
 
+def test_a_frame_is_narrowed_when_the_prose_left_out_is_a_standfirst() -> None:
+    # a headline, a standfirst and an author's line around the story: prose without a
+    # link in unnamed boxes, but too little beside the story to be a part of it
+    header = "<header><h1>The old bridge will be rebuilt</h1></header>"
+    standfirst = '<div class="intro"><p>The council chose repair over a new span.</p></div>'
+    author = "<div><p>Ann Writer covers the city council for this paper.</p></div>"
+    page = (
+        '<html><body><div class="main-content">'
+        f'{header}{standfirst}<div class="story-text">{paragraphs(6)}</div>{author}'
+        "</div></body></html>"
+    )
+    assert narrow(_frame(page)).get("class") == "story-text"
+    # the same prose as a tenth of the story or more may be the story's
+    long = f'<div class="intro">{paragraphs(1, 40)}</div>'
+    frame = _frame(page.replace(standfirst, long))
+    assert narrow(frame) is frame
+
+
+def test_a_story_whose_lead_has_a_box_of_its_own_keeps_its_frame() -> None:
+    # the lead in an <article> of its own, the rest in a second one
+    lead = "<article><p>PARIS - The council voted on Tuesday to rebuild the bridge.</p></article>"
+    page = (
+        '<html><body><div class="main-content">'
+        f"{lead}<article>{paragraphs(10)}</article></div></body></html>"
+    )
+    frame = _frame(page)
+    assert narrow(frame) is frame
+
+
 def test_a_box_named_as_boilerplate_that_holds_the_article_is_not_counted_as_left_out() -> None:
     # the story's box inside a wrapper whose class says "media"; what would be left out
     # is prose of an unnamed box, which may be the story's
