@@ -31,9 +31,11 @@ words inside the story ("he told followers on Twitter") are part of it.
 
 :func:`story_end` finds where a story ends at a line late in the text that signs it off
 ("Written by Marie Ellis", "Posted by Jane Doe at 3:04 PM", "Copyright: Medical News
-Today") or opens the reader comments ("blog comments powered by Disqus", "Note: By
-posting your comments here you agree to ..."): what follows it there is the page's
-(sources, how to cite the page, ratings, comments, more stories), however long.
+Today"), opens the reader comments ("blog comments powered by Disqus", "Note: By
+posting your comments here you agree to ...") or heads a box of other stories or of
+further reading ("MORE TENNIS HEADLINES", "Weiterführende Links:", "A lire aussi :"):
+what follows it there is the page's (sources, how to cite the page, ratings, comments,
+more stories), however long.
 """
 
 from __future__ import annotations
@@ -222,6 +224,18 @@ _MORE_STORIES = re.compile(
     r"(?:\s+on\s+[\w.]+)?|most\s+popular|editors?['\u2019]?s?\s+picks",
     re.IGNORECASE,
 )
+#: the same heading in other languages, and a "read also" one ("Weiterführende Links:",
+#: "Verwandte Themen auf unserem Blog:", "Auch interessant:", "A lire aussi :", "Leggi
+#: anche"); not "See also", which heads a part of a documentation page
+_READ_ALSO = re.compile(
+    r"weiterführende\s+links|verwandte\s+(?:themen|artikel|beiträge)\b.*|auch\s+interessant"
+    r"|das\s+könnte\s+(?:sie|dich)\s+auch\s+interessieren|mehr\s+zum\s+thema"
+    r"|lesen\s+sie\s+auch|(?:à|a)\s+lire\s+aussi|lire\s+aussi|sur\s+le\s+même\s+sujet"
+    r"|read\s+also|also\s+read|you\s+(?:may|might)\s+also\s+like"
+    r"|lee\s+también|leia\s+também|czytaj\s+(?:też|także)|zobacz\s+(?:też|także)"
+    r"|leggi\s+anche",
+    re.IGNORECASE,
+)
 _MORE_STORIES_WORDS = 6
 _COMMENTS_OPEN_WORDS = 40
 #: how far into the text (share of its words) a sign-off may stand at the earliest
@@ -231,8 +245,9 @@ _SIGNED_AFTER = 0.6
 def story_end(texts: Sequence[str], looked_at: Sequence[bool]) -> int:
     """Where the story ends, late in the text (past :data:`_SIGNED_AFTER` of its words): at a
     paragraph that signs it off (:data:`_SIGNED`), opens the reader comments
-    (:data:`_COMMENTS_OPEN`) or heads a box of other stories (:data:`_MORE_STORIES`:
-    "MORE TENNIS HEADLINES"). What follows is the page's, not the story's (the sources,
+    (:data:`_COMMENTS_OPEN`) or heads a box of other stories or of further reading
+    (:data:`_MORE_STORIES`: "MORE TENNIS HEADLINES"; :data:`_READ_ALSO`: "Auch
+    interessant:"). What follows is the page's, not the story's (the sources,
     how to cite the page, its ratings, reader comments, more stories), after Medical
     News Today's "Written by ..." or the Hindustan Times' "Note: By posting your
     comments here you agree to ...". ``texts``: the text's blocks, ``looked_at``: which
@@ -255,6 +270,9 @@ def story_end(texts: Sequence[str], looked_at: Sequence[bool]) -> int:
 def _ends_story(text: str, words: int) -> bool:
     if _SIGNED.fullmatch(text) is not None:
         return True
-    if words <= _MORE_STORIES_WORDS and _MORE_STORIES.fullmatch(text.strip(" :")) is not None:
+    if words <= _MORE_STORIES_WORDS and (
+        _MORE_STORIES.fullmatch(text.strip(" :")) is not None
+        or _READ_ALSO.fullmatch(text.strip(" :")) is not None
+    ):
         return True
     return words <= _COMMENTS_OPEN_WORDS and _COMMENTS_OPEN.match(text) is not None

@@ -224,6 +224,12 @@ def test_what_follows_a_sign_off_is_not_stored() -> None:
         "SPONSORED HEADLINES",
         "Most Popular",
         "EDITORS' PICKS",
+        "Weiterführende Links:",
+        "Verwandte Themen auf unserem Blog:",
+        "Auch interessant:",
+        "A lire aussi :",
+        "Leggi anche",
+        "You may also like",
     ],
 )
 def test_the_opening_of_reader_comments_late_in_the_text_ends_the_story(opener: str) -> None:
@@ -236,6 +242,8 @@ def test_a_sentence_about_comments_is_no_opener() -> None:
         *STORY,
         "Comments powered the debate, the mayor said.",
         "Two comments were read.",
+        "See also",  # a part of a documentation page
+        "Also read by the council: the port's accounts for ten years.",
         "More headlines were written about the storm than about the port in ten years.",
     ]
     assert story_end(texts, [True] * len(texts)) == len(texts)
