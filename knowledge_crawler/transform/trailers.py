@@ -11,23 +11,24 @@ labels leave them out.
 :func:`closing_lines` counts such lines at the end of the text: a paragraph of at most
 :data:`MAX_WORDS` words that asks the reader to follow someone on a social network, says
 how to reach the author at an address, to subscribe to a newsletter, or that the page's
-links earn the site a commission, or that it is paid for ("Anzeige: Dieser Beitrag ist in
-Zusammenarbeit mit ... entstanden", "Sponsored: ..."); or that cites the page or the paper
-it reports on ("Citation: ... retrieved ... from <address>", "More information: ...", a
-reference with a DOI), credits its reporting ("Contributing: ...", "... contributed to
-this report", "Additional reporting by ...; Editing by ...", "Our Standards: The Thomson
-Reuters Trust Principles.", "Autor: ...", "Das Bildmaterial wurde von ... zur Verfügung
-gestellt"), points to where the rest is ("Den kompletten Beitrag lesen Sie in der neuen
-Juli-Ausgabe ..."), asks for a reader's money or mail ("If you enjoyed this article, ...
-Join NRPLUS", "Questions? Comments? Email us at"), says where the text first appeared
-("This article originally appeared on VICE US."), or claims its copyright; or that says
-who its author is ("Liliana Segura is a journalist and an editor at The Nation", "Inga
-Buller ist Head of Social & Community bei CHIP": a name of two to four capitalised words,
-"is", "ist", "est" or "es", then a trade within six words), or that only names the author
-("Maggie Haberman": :func:`.stamps.name_line`), gives the author's addresses
-("kokobj@yna.co.kr") or the wire's end mark ("(END)"). Only the last paragraphs are looked
-at, from the end, and the count stops at the first one that is not such a line: the same
-words inside the story ("he told followers on Twitter") are part of it.
+links earn the site a commission, or that it is paid for ("Anzeige: Dieser Beitrag ist
+in Zusammenarbeit mit ... entstanden", "Sponsored: ..."); or that cites the page or the
+paper it reports on ("Citation: ... retrieved ... from <address>", "More information:
+...", a reference with a DOI), credits its reporting ("Contributing: ...", "...
+contributed to this report", "Con información de ...", "Avec AFP", "Additional reporting
+by ...; Editing by ...", "Our Standards: The Thomson Reuters Trust Principles.", "Autor:
+...", "Das Bildmaterial wurde von ... zur Verfügung gestellt"), points to where the rest
+is ("Den kompletten Beitrag lesen Sie in der neuen Juli-Ausgabe ..."), asks for a
+reader's money or mail ("If you enjoyed this article, ... Join NRPLUS", "Questions?
+Comments? Email us at"), says where the text first appeared ("This article originally
+appeared on VICE US."), or claims its copyright; or that says who its author is
+("Liliana Segura is a journalist and an editor at The Nation", "Inga Buller ist Head of
+Social & Community bei CHIP": a name of two to four capitalised words, "is", "ist",
+"est" or "es", then a trade within six words), or that only names the author ("Maggie
+Haberman": :func:`.stamps.name_line`), gives the author's addresses ("kokobj@yna.co.kr")
+or the wire's end mark ("(END)"). Only the last paragraphs are looked at, from the end,
+and the count stops at the first one that is not such a line: the same words inside the
+story ("he told followers on Twitter") are part of it.
 
 :func:`story_end` finds where a story ends at a line late in the text that signs it off
 ("Written by Marie Ellis", "Posted by Jane Doe at 3:04 PM", "Copyright: Medical News
@@ -72,6 +73,10 @@ _CLOSING = re.compile(
     r"|\bcontributed\s+(?:to\s+this\s+(?:report|story)|reporting)"
     r"(?:\s+from\s+[\w ,.'\u2019-]{1,60})?\s*\.?$"
     r"|^mit\s+material\s+(?:von|der|des)\b"
+    r"|^(?:con\s+(?:información|informaciones|reportes?)\s+de|com\s+informaç(?:ão|ões)\s+d[aeo]s?)"
+    r"(?:[\s,]+(?-i:[A-ZÁÉÍÓÚÂÊÔÃÕÇÑ][\w.'\u2019-]*|y|e|de|da|do|das|dos|la|el|del|agencias))+"
+    r"\s*\.?$"
+    r"|^avec\s+(?:l['\u2019])?(?:afp|ap|reuters|agences?)\s*\.?$"
     r"|^\W*(?:anzeige|werbung|sponsored(?:\s+(?:post|content))?|paid\s+(?:post|content))\s*:"
     r"|^more\s+information\s*:"
     r"|\bdoi:\s*10\.\d{4,}/"
@@ -136,6 +141,10 @@ _KEYWORDS = (
     "citation",
     "contribut",
     "material",
+    "con informaci",
+    "con report",
+    "com informaç",
+    "avec",
     "anzeige",
     "werbung",
     "sponsored",

@@ -59,6 +59,9 @@ def test_follow_reach_and_subscribe_lines_close_a_story() -> None:
         "Our Standards: The Thomson Reuters Trust Principles.",
         "Autor: Steffen Pache, Sächsische Landesanstalt für Landwirtschaft",
         "Das Bildmaterial wurde von der Machine Company zur Verfügung gestellt.",
+        "Con información de Paloma Marín, Maryem Castillo y Elena G. Sevillano.",
+        "Com informações da Reuters e da Agência Brasil.",
+        "Avec AFP",
         "Den kompletten Beitrag lesen Sie in der neuen Juli-Ausgabe der Technology Review.",
         "If you enjoyed this article, we have a proposition for you: Join us.",
         '"Questions? Comments? Email us at',
@@ -86,6 +89,8 @@ def test_the_same_words_in_a_story_sentence_are_no_credit() -> None:
     assert not closing_line("If you enjoyed the concert, you were not alone.")
     assert not closing_line("Our standards of living have fallen, the report says.")
     assert not closing_line("The virus first appeared in Wuhan, officials said.")
+    assert not closing_line("Con información de la policía, el juez cerró el caso.")
+    assert not closing_line("Avec AFP et Reuters, la presse se partage le marché.")
 
 
 def test_what_is_no_authors_note_is_no_closing_line() -> None:
