@@ -31,7 +31,9 @@ whose sections are all content keeps its frame:
   headers and headings, is under a tenth of the element's text: a standfirst, a
   breadcrumb, an author's line or a copyright line beside a story, where a part of the
   story left out would be larger (a part in a sibling box of the element's tag and
-  class, its lead say, keeps the frame however short);
+  class, its lead say, keeps the frame however short), and the frame is an article's
+  container, not the whole ``<body>`` (where the prose beside the densest block may be
+  anything: a layout table's question above its answer);
 * the element holds at least 500 characters, 300 of them in scored paragraphs.
 
 Tags are those of trafilatura's cleaned tree (links are ``ref`` there; ``a`` is counted
@@ -174,10 +176,10 @@ def narrow(frame: Any) -> Any:
         return best
     if (links + _chrome(frame, best, length)) / left_out >= _LEFT_OUT_LINKS:
         return best
+    if frame.tag == "body" or _in_parts(best, length):
+        return frame
     prose = left_out - links - _chrome(frame, best, length, headers=True)
-    if prose < _LEFT_OUT_PROSE * length(best) and not _in_parts(best, length):
-        return best
-    return frame
+    return best if prose < _LEFT_OUT_PROSE * length(best) else frame
 
 
 def _in_parts(best: Any, length: _Lengths) -> bool:
