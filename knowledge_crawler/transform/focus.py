@@ -174,11 +174,12 @@ def narrow(frame: Any) -> Any:
     links = length.links(frame) - length.links(best)
     if links / left_out >= _LEFT_OUT_LINKS:
         return best
-    if (links + _chrome(frame, best, length)) / left_out >= _LEFT_OUT_LINKS:
+    named, headers = _chrome(frame, best, length)
+    if (links + named) / left_out >= _LEFT_OUT_LINKS:
         return best
     if frame.tag == "body" or _in_parts(best, length):
         return frame
-    prose = left_out - links - _chrome(frame, best, length, headers=True)
+    prose = left_out - links - named - headers
     return best if prose < _LEFT_OUT_PROSE * length(best) else frame
 
 
@@ -199,19 +200,21 @@ def _in_parts(best: Any, length: _Lengths) -> bool:
 _HEADERS = frozenset({"header", "head", "h1", "h2", "h3", "h4", "h5", "h6"})
 
 
-def _chrome(frame: Any, best: Any, length: _Lengths, *, headers: bool = False) -> int:
-    """The text outside ``best`` in boxes whose class or id names boilerplate (and, with
-    ``headers``, in headers and headings), less their links (counted already). A box
-    that holds ``best`` is looked into, not counted."""
+def _chrome(frame: Any, best: Any, length: _Lengths) -> tuple[int, int]:
+    """The text outside ``best`` in boxes whose class or id names boilerplate, and in the
+    other headers and headings, less their links (counted already). A box that holds
+    ``best`` is looked into, not counted."""
     above = set(best.iterancestors())
-    total = 0
+    named = headers = 0
     stack = [c for c in frame if isinstance(c.tag, str)]
     while stack:
         el = stack.pop()
         if el is best:
             continue
-        if el not in above and (_names_boilerplate(el) or (headers and el.tag in _HEADERS)):
-            total += length(el) - length.links(el)
-            continue
-        stack.extend(c for c in el if isinstance(c.tag, str))
-    return total
+        if el not in above and _names_boilerplate(el):
+            named += length(el) - length.links(el)
+        elif el not in above and el.tag in _HEADERS:
+            headers += length(el) - length.links(el)
+        else:
+            stack.extend(c for c in el if isinstance(c.tag, str))
+    return named, headers
