@@ -279,9 +279,8 @@ def story_end(texts: Sequence[str], looked_at: Sequence[bool]) -> int:
 def _ends_story(text: str, words: int) -> bool:
     if _SIGNED.fullmatch(text) is not None:
         return True
-    if words <= _MORE_STORIES_WORDS and (
-        _MORE_STORIES.fullmatch(text.strip(" :")) is not None
-        or _READ_ALSO.fullmatch(text.strip(" :")) is not None
-    ):
-        return True
+    if words <= _MORE_STORIES_WORDS:
+        heading = text.strip(" :")
+        if _MORE_STORIES.fullmatch(heading) or _READ_ALSO.fullmatch(heading):
+            return True
     return words <= _COMMENTS_OPEN_WORDS and _COMMENTS_OPEN.match(text) is not None
