@@ -61,7 +61,8 @@ def test_follow_reach_and_subscribe_lines_close_a_story() -> None:
         "Das Bildmaterial wurde von der Machine Company zur Verfügung gestellt.",
         "Con información de Paloma Marín, Maryem Castillo y Elena G. Sevillano.",
         "Com informações da Reuters e da Agência Brasil.",
-        "Avec AFP",
+        "Avec l'AFP",  # "Avec AFP" alone is a line of capitalised names already
+        "Avec agences",
         "Den kompletten Beitrag lesen Sie in der neuen Juli-Ausgabe der Technology Review.",
         "If you enjoyed this article, we have a proposition for you: Join us.",
         '"Questions? Comments? Email us at',
