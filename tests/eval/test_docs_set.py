@@ -1,6 +1,6 @@
 """Quality gate on the labelled pages of other sites than the dev set: documentation
-(``docs_set.py``, ``docs-set.json``) and news/blog articles (``articles_set.py``,
-``articles-set.json``).
+(``docs_set.py``, ``docs-set.json``), news/blog articles (``articles_set.py``,
+``articles-set.json``) and recipe pages (``recipes-set.json``).
 
 Scores the stored form (as ``test_quality_gate.py`` does for the dev set) per split and
 asserts the floors in ``floors.json``. Pages are read where they are installed (``make
@@ -22,6 +22,7 @@ ALL_FLOORS = json.loads(Path(__file__).with_name("floors.json").read_text(encodi
 SETS = {
     "docs-set": (docs_set.LABELS, "make eval-docs"),
     "articles-set": (articles_set.LABELS, "make eval-articles"),
+    "recipes-set": (articles_set.RECIPES, "make eval-articles"),
 }
 
 
