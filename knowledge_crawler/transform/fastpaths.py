@@ -399,6 +399,29 @@ EXPECTED_SOURCES: dict[str, str] = {
 }
 
 
+def discards_class(token: str) -> bool:
+    """Whether trafilatura deletes an element whose class is ``token`` as boilerplate
+    (``OVERALL_DISCARD_XPATH``'s class test: a substring such as ``share-``, ``tags``,
+    ``author``); False when trafilatura's token lists are not there."""
+    test = _DISCARDS.get("class")
+    if test is None:
+        try:
+            import trafilatura.xpaths as xp
+
+            pattern = xp._alt(xp._OVERALL_DISCARD_BOTH_TOKENS + xp._OVERALL_DISCARD_CLASS_TOKENS)
+            test = _search(pattern)
+        except (ImportError, AttributeError, TypeError, re.error):
+
+            def test(value: str) -> bool:
+                return False
+
+        _DISCARDS["class"] = test
+    return test(token)
+
+
+_DISCARDS: dict[str, Callable[[str], bool]] = {}
+
+
 def install() -> list[Selection]:
     """Put the replacements in trafilatura's lists; the ones installed (possibly none).
 

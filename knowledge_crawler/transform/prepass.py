@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from knowledge_crawler.transform._text import WORD_RE, norm
+from knowledge_crawler.transform.fastpaths import discards_class
 from knowledge_crawler.transform.menus import link_bar, separated
 from knowledge_crawler.transform.teasers import drop_teasers
 
@@ -124,9 +125,12 @@ def prune(tree: HtmlElement) -> None:
         "pre": [],
         "br": [],
         "aside": [],
+        "fieldset": [],
+        "label": [],
     }
-    for el in tree.iter("math", "h1", "figure", "pre", "br", "aside"):
+    for el in tree.iter("math", "h1", "figure", "pre", "br", "aside", "fieldset", "label"):
         found[el.tag].append(el)
+    _unform(found["fieldset"], found["label"])
     for br in found["br"]:
         _break_out_of_inline(br)
     for math in found["math"]:
@@ -205,11 +209,14 @@ def prune(tree: HtmlElement) -> None:
     comments = []
     text_boxes: list[HtmlElement] = []
     leads = []
+    posts = []
     for el in tree.iter(Element):
         classes = el.get("class")
         if classes:
             if "sidebar" in classes:
                 boxes.append(el)
+            if "hentry" in classes:
+                posts.append(el)
             if (
                 ("lead" in classes or "chapo" in classes or "perex" in classes)
                 and el.tag in _LEAD_TAGS
@@ -238,6 +245,8 @@ def prune(tree: HtmlElement) -> None:
     for el in comments:
         if el.getparent() is not None:
             drop_keeping_tail(el)
+    for el in posts:
+        _drop_class_tokens(el, discards_class)
     if text_boxes:
         _text_boxes_to_paragraphs(tree, text_boxes)
     for el in leads:
@@ -817,6 +826,24 @@ def _move_to_front(el: HtmlElement, box: HtmlElement) -> None:
     _keep_tail(el)
     el.tail, box.text = box.text, None
     box.insert(0, el)
+
+
+def _unform(fieldsets: list[HtmlElement], labels: list[HtmlElement]) -> None:
+    """A ``<fieldset>`` outside a form becomes a ``<div>``, and a ``<label>`` outside a
+    form inside a list item gives way to its text: a recipe's checklist of ingredients
+    and steps (a check box before each line) is set so, and trafilatura deletes both
+    tags with their text, as parts of a form. A form's own go with the form."""
+    for fieldset in fieldsets:
+        if next(fieldset.iterancestors("form"), None) is None:
+            fieldset.tag = "div"
+    for label in labels:
+        holder = next(label.iterancestors("form", "li"), None)  # the nearest of the two
+        if (
+            holder is not None
+            and holder.tag == "li"
+            and next(holder.iterancestors("form"), None) is None
+        ):
+            label.drop_tag()
 
 
 def drop_keeping_tail(el: HtmlElement) -> None:

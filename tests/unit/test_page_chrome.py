@@ -577,3 +577,53 @@ def test_a_lead_box_that_opens_no_story_stays_out() -> None:
     )
     text = extract(page).text
     assert "newsletter" not in text and whole_story(text)
+
+
+def test_a_checklist_of_ingredients_in_a_fieldset_of_labels_is_kept() -> None:
+    # a recipe's ingredients and steps set as a checklist: a fieldset outside any form,
+    # each line a label after its check box (trafilatura deletes fieldset and label)
+    checklist = (
+        "<h2>Ingredients</h2><fieldset class='ingredients-section__fieldset'>"
+        "<legend>Ingredients Checklist</legend><ul>"
+        "<li><input type='checkbox'><label><span>1 pound lean ground beef</span></label></li>"
+        "<li><input type='checkbox'><label><span>3 cups cauliflower florets</span></label></li>"
+        "</ul></fieldset><h2>Directions</h2><fieldset><ul><li><p>Heat oil in a large skillet "
+        "over medium heat, then add the onion and the bell pepper.</p></li></ul></fieldset>"
+    )
+    text = extract(page_with(checklist, at=6)).text
+    assert "1 pound lean ground beef" in text and "3 cups cauliflower florets" in text
+    assert "Heat oil in a large skillet" in text
+    assert whole_story(text)
+
+
+def test_a_form_keeps_its_fieldset_and_labels_out() -> None:
+    form = (
+        "<form action='/subscribe'><fieldset><legend>Newsletter</legend><ul><li><label>"
+        "Send me the weekly newsletter with the best recipes of the week</label>"
+        "<input type='checkbox'></li></ul></fieldset></form>"
+    )
+    text = extract(page_with(form, at=6)).text
+    assert "newsletter" not in text.lower()
+    assert whole_story(text)
+
+
+def test_a_blog_post_whose_class_says_share_is_still_the_post() -> None:
+    # WordPress's post_class: a theme's "share-simple", a category or a tag named like
+    # a box trafilatura deletes ("category-social") is no reason to drop the post
+    for token in ("share-simple", "category-social", "tag-author-interviews"):
+        page = (
+            "<html><body><div id='Wrapper'><div id='Content'><div class='content_wrapper'>"
+            f"<div class='sections_group'><div id='post-1374' class='{token} post-1374 post "
+            "type-post status-publish hentry'><div class='post-wrapper-content'><div "
+            "class='section the_content has_content'><div class='section_wrapper'><div "
+            f"class='the_content_wrapper'>{paragraphs()}</div></div></div></div></div></div>"
+            "<div class='about_box'><p>Jim is a home cook who writes about healthy comfort "
+            "food, weeknight dinners, grilling and baking for the whole family.</p><p>He "
+            "lives in Ohio with his wife, two children and a dog who loves every recipe."
+            "</p></div></div></div></div>"
+            "<p><span>Site is a blog of healthy comfort food recipes, family favourites "
+            "and weeknight meals. All rights reserved, all information for entertainment "
+            "purposes only.</span></p></body></html>"
+        )
+        text = extract(page).text
+        assert whole_story(text), token
