@@ -55,7 +55,7 @@ from knowledge_crawler.transform.decode import (
     holds_html_tags,
     looks_like_html,
 )
-from knowledge_crawler.transform.focus import narrow
+from knowledge_crawler.transform.focus import boilerplate_box, narrow
 from knowledge_crawler.transform.language import declared_language, guess_language
 from knowledge_crawler.transform.prepass import HEADINGS, NEVER_CONTENT, prune
 from knowledge_crawler.transform.pullquotes import pull_quotes
@@ -361,7 +361,11 @@ class _Narrowed:
         self.name = getattr(expression, "name", repr(expression))
 
     def __call__(self, tree: Any) -> list[Any]:
-        return [narrow(frame) for frame in self.__wrapped__(tree)[:1] if frame is not None]
+        return [
+            narrow(frame)
+            for frame in self.__wrapped__(tree)[:1]
+            if frame is not None and not boilerplate_box(frame)
+        ]
 
 
 #: a frame of fewer words than this is a box (a title block), when the same expression

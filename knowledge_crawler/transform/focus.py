@@ -47,7 +47,7 @@ from typing import Any, cast
 
 from lxml.etree import XPath
 
-__all__ = ["narrow"]
+__all__ = ["boilerplate_box", "narrow"]
 
 _ARTICLE = re.compile(
     r"article|body|content|entry|hentry|main|page|post|text|blog|story", re.IGNORECASE
@@ -117,6 +117,17 @@ def _names_boilerplate(el: Any) -> bool:
 def _names_article(el: Any) -> bool:
     return not _names_boilerplate(el) and any(
         value and _ARTICLE.search(value) for value in (el.get("class"), el.get("id"))
+    )
+
+
+def boilerplate_box(el: Any) -> bool:
+    """Whether ``el``'s class or id names boilerplate (``related``, ``comment``, ``share``
+    ...) and neither names an article: a box of other stories or of comments, never an
+    article's frame, however the frame expression that found it reads (the first
+    ``<article>`` of a page that sets its related recipes as ``<article>`` cards)."""
+    values = [value for value in (el.get("class"), el.get("id")) if value]
+    return any(_BOILERPLATE.search(v) for v in values) and not any(
+        _ARTICLE.search(v) for v in values
     )
 
 

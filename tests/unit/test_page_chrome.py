@@ -627,3 +627,21 @@ def test_a_blog_post_whose_class_says_share_is_still_the_post() -> None:
         )
         text = extract(page).text
         assert whole_story(text), token
+
+
+def test_a_related_card_set_as_the_first_article_is_not_the_frame() -> None:
+    # a recipe page whose first <article> is a card of another recipe: trafilatura's
+    # frame expression takes the first <article> of the page
+    card = (
+        "<article class='gz-card gz-card-horizontal gz-card-related'><h3>Bavarese al "
+        "cioccolato bianco</h3><p>Il bavarese al cioccolato bianco e salsa alla menta è un "
+        "dolce al cucchiaio molto fresco e delicato, dalle note esotiche.</p><p>Difficile, "
+        "35 minuti, perfetto come fine pasto per una cena estiva tra amici.</p></article>"
+    )
+    page = (
+        f"<html><body><main><div class='gz-related'>{card}</div><div class='gz-content-recipe'>"
+        f"{paragraphs()}</div></main></body></html>"
+    )
+    text = extract(page).text
+    assert whole_story(text)
+    assert "cioccolato" not in text
