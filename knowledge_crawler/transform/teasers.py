@@ -169,6 +169,8 @@ def drop_teasers(tree: Any, drop: Any) -> int:
         if following:
             found += [block, *following]
     found += [ul for ul in tree.iter("ul") if _headline_list(ul)]
+    for box in card_lists(tree):
+        box.set("class", f"{box.get('class') or ''} {RELATED}".lstrip())
     for el in found:
         if el.getparent() is not None:
             drop(el)
@@ -203,3 +205,69 @@ def _headline_list(ul: Any) -> bool:
         if len(squash(links[0].text_content())) < _LINK_SHARE * len(squash(item.text_content())):
             return False
     return True
+
+
+#: the class token a box of cards of other stories gets (trafilatura deletes "related")
+RELATED = "kc-related"
+#: the fewest cards of a list of other stories, and the most words of one card
+_CARDS = 3
+_CARD_WORDS = 80
+#: the least share of a box's words in its cards (a heading or a line above them aside)
+_CARDS_SHARE = 0.8
+#: how far above its linked headline a card's box may be
+_CARD_DEPTH = 5
+
+
+def card_lists(tree: Any) -> list[Any]:
+    """Boxes of three or more cards of other stories: sibling boxes that each hold one
+    headline that is all link (``<h3><a>Title</a></h3>``, or a heading inside a link
+    around the card) and at most :data:`_CARD_WORDS` words (the headline and a line of
+    description, a time, a category). A story's own headings are not links, and a
+    section of it is longer. The cards hold :data:`_CARDS_SHARE` of the box's words or
+    more (the box is not a story's with cards among its paragraphs). The innermost such
+    boxes. :func:`drop_teasers` names them :data:`RELATED` instead of removing them:
+    the narrowing of a frame counts a box so named as chrome beside the story, and
+    trafilatura deletes it inside the frame it reads."""
+    linked = [h for h in tree.iter("h2", "h3", "h4", "h5", "h6") if _linked_headline(h)]
+    if len(linked) < _CARDS:
+        return []
+    holders: dict[Any, dict[Any, int]] = {}  # a box -> its children -> linked headlines in it
+    for heading in linked:
+        node = heading
+        for _ in range(_CARD_DEPTH):
+            parent = node.getparent()
+            if parent is None:
+                break
+            children = holders.setdefault(parent, {})
+            children[node] = children.get(node, 0) + 1
+            node = parent
+    lists = []
+    for box, cards in holders.items():
+        if len(cards) < _CARDS or any(n != 1 for n in cards.values()):
+            continue
+        words = [len(card.text_content().split()) for card in cards]
+        if max(words) <= _CARD_WORDS and sum(words) >= _CARDS_SHARE * len(
+            box.text_content().split()
+        ):
+            lists.append(box)
+    inner = set(lists)
+    return [box for box in lists if not any(other in inner for other in box.iterdescendants())]
+
+
+def _linked_headline(heading: Any) -> bool:
+    """A heading whose text is all the text of links to other pages: a headline (a
+    heading that links to its own section, ``href="#..."``, is not one)."""
+    text = squash(heading.text_content())
+    if not text:
+        return False
+    around = next(heading.iterancestors("a"), None)
+    if around is not None:
+        return _elsewhere(around)
+    return sum(len(squash(a.text_content())) for a in heading.iter("a") if _elsewhere(a)) >= len(
+        text
+    )
+
+
+def _elsewhere(link: Any) -> bool:
+    href = (link.get("href") or "").strip()
+    return bool(href) and not href.startswith("#")

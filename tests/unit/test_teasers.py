@@ -182,3 +182,43 @@ def test_a_label_before_links_and_words_of_its_own_stays() -> None:
         'for the <b>STORY: </b><a href="/s/2">leak</a>.</p>'
     )
     assert texts == ["STORY: Spacewalk was the word the crew used all week for the STORY: leak."]
+
+
+def _cards(
+    n: int, heading: str = "<h3><a href='/recipes/{i}'>Easy Dinner Number {i}</a></h3>"
+) -> str:
+    return "".join(
+        f"<div class='card'>{heading.format(i=i)}<p>A quick weeknight meal with simple "
+        f"ingredients, number {i}.</p></div>"
+        for i in range(n)
+    )
+
+
+def test_a_box_of_cards_with_headline_links_after_the_story_goes() -> None:
+    for heading in (
+        "<h3><a href='/recipes/{i}'>Easy Dinner Number {i}</a></h3>",
+        "<a href='/recipes/{i}'><h3>Easy Dinner Number {i}</h3></a>",  # a link around the card
+    ):
+        page = page_with(
+            f"<h2>Our favourites</h2><div class='grid'>{_cards(4, heading)}</div>", at=6
+        )
+        text = extract(page).text
+        assert "Easy Dinner" not in text and "weeknight meal" not in text, heading
+        assert whole_story(text)
+
+
+def test_two_cards_or_sections_whose_headings_link_to_themselves_stay() -> None:
+    page = page_with(f"<div class='grid'>{_cards(2)}</div>", at=6)
+    assert "Easy Dinner Number 1" in extract(page).text
+    # a documentation page's headings that link to their own section are no headlines
+    sections = _cards(4, "<h2><a class='header' href='#part-{i}'>Part {i} of the guide</a></h2>")
+    text = extract(page_with(f"<div class='grid'>{sections}</div>", at=6)).text
+    assert all(f"Part {i} of the guide" in text for i in range(4))
+
+
+def test_cards_among_the_paragraphs_of_a_box_take_nothing_of_its_story() -> None:
+    from tests.unit.story import paragraphs
+
+    page = f"<html><body><article>{paragraphs()}{_cards(3)}</article></body></html>"
+    text = extract(page).text
+    assert whole_story(text)
