@@ -222,7 +222,10 @@ _COMMENTS_OPEN = re.compile(
     r"|\W*comments\s+are\s+closed\b"
     r"|\W*join\s+the\s+(?:discussion|conversation)\b"
     r"|\W*visitor\s+opinions\b"
-    r"|\W*opinions\s+that\s+are\s+(?:derogatory|offensive)\b",
+    r"|\W*opinions\s+that\s+are\s+(?:derogatory|offensive)\b"
+    r"|\W*\d+\s+(?:commenti|kommentare?|commentaires?|comentarios?|coment[aá]rios?|komentarz[ey]?"
+    r"|reacties|kommentarer)\s*(?:[-:]|$)"
+    r"|\W*(?:kommentare|comments)\s+(?:werden\s+geladen|(?:are\s+)?loading)\b",
     re.IGNORECASE,
 )
 #: the heading of a box of other stories ("MORE TENNIS HEADLINES", "Most Popular",
@@ -230,7 +233,7 @@ _COMMENTS_OPEN = re.compile(
 _MORE_STORIES = re.compile(
     r"(?:sponsored|more|most\s+(?:popular|read|sent|viewed|emailed|shared)|top|related"
     r"|recommended|trending|latest)\b[\w\s'\u2019.-]{0,30}?\b(?:headlines|stories|articles|posts)"
-    r"(?:\s+on\s+[\w.]+)?|most\s+popular|editors?['\u2019]?s?\s+picks",
+    r"(?:\s+on\s+[\w.]+)?|most\s+popular|editors?['\u2019]?s?\s+picks|more\s+to\s+read",
     re.IGNORECASE,
 )
 #: the same heading in other languages, and a "read also" one ("Weiterführende Links:",
@@ -245,18 +248,29 @@ _READ_ALSO = re.compile(
     r"|leggi\s+anche",
     re.IGNORECASE,
 )
+#: the heading of a note on the author ("About the author", "Meet Jessica Haggard")
+_ABOUT_AUTHOR = re.compile(
+    r"about\s+the\s+author|über\s+(?:den|die)\s+autor(?:in)?|à\s+propos\s+de\s+l['\u2019]auteur"
+    r"|sobre\s+(?:el|la|o|a)\s+autora?|meet\s+(?-i:[A-Z][\w'\u2019.-]+)(?:\s+(?-i:[A-Z][\w'\u2019.-]+)){0,2}",
+    re.IGNORECASE,
+)
 _MORE_STORIES_WORDS = 6
 _COMMENTS_OPEN_WORDS = 40
 #: how far into the text (share of its words) a sign-off may stand at the earliest
 _SIGNED_AFTER = 0.6
+#: how far into the text a line that opens the comments may stand: the comments after a
+#: short story may be longer than the story
+_COMMENTS_AFTER = 0.3
 
 
 def story_end(texts: Sequence[str], looked_at: Sequence[bool]) -> int:
     """Where the story ends, late in the text (past :data:`_SIGNED_AFTER` of its words): at a
     paragraph that signs it off (:data:`_SIGNED`), opens the reader comments
-    (:data:`_COMMENTS_OPEN`) or heads a box of other stories or of further reading
+    (:data:`_COMMENTS_OPEN`; past :data:`_COMMENTS_AFTER` already, as comments may be
+    longer than the story), heads a box of other stories or of further reading
     (:data:`_MORE_STORIES`: "MORE TENNIS HEADLINES"; :data:`_READ_ALSO`: "Auch
-    interessant:"). What follows is the page's, not the story's (the sources,
+    interessant:") or a note on the author (:data:`_ABOUT_AUTHOR`: "Meet Jessica
+    Haggard"). What follows is the page's, not the story's (the sources,
     how to cite the page, its ratings, reader comments, more stories), after Medical
     News Today's "Written by ..." or the Hindustan Times' "Note: By posting your
     comments here you agree to ...". ``texts``: the text's blocks, ``looked_at``: which
@@ -266,12 +280,12 @@ def story_end(texts: Sequence[str], looked_at: Sequence[bool]) -> int:
     total = sum(counts)
     seen = 0
     for at, text in enumerate(texts):
-        if (
-            looked_at[at]
-            and seen >= _SIGNED_AFTER * total
-            and _ends_story(text.strip(), counts[at])
-        ):
-            return at
+        if looked_at[at] and seen >= _COMMENTS_AFTER * total:
+            line = text.strip()
+            if seen >= _SIGNED_AFTER * total and _ends_story(line, counts[at]):
+                return at
+            if counts[at] <= _COMMENTS_OPEN_WORDS and _COMMENTS_OPEN.match(line) is not None:
+                return at
         seen += counts[at]
     return len(texts)
 
@@ -281,6 +295,10 @@ def _ends_story(text: str, words: int) -> bool:
         return True
     if words <= _MORE_STORIES_WORDS:
         heading = text.strip(" :")
-        if _MORE_STORIES.fullmatch(heading) or _READ_ALSO.fullmatch(heading):
+        if (
+            _MORE_STORIES.fullmatch(heading)
+            or _READ_ALSO.fullmatch(heading)
+            or _ABOUT_AUTHOR.fullmatch(heading)
+        ):
             return True
     return words <= _COMMENTS_OPEN_WORDS and _COMMENTS_OPEN.match(text) is not None

@@ -236,6 +236,13 @@ def test_what_follows_a_sign_off_is_not_stored() -> None:
         "A lire aussi :",
         "Leggi anche",
         "You may also like",
+        "MORE TO READ",
+        "About the author",
+        "Meet Jessica Haggard",
+        "Über den Autor",
+        "125 COMMENTI",
+        "12 Kommentare",
+        "Kommentare werden geladen...",
     ],
 )
 def test_the_opening_of_reader_comments_late_in_the_text_ends_the_story(opener: str) -> None:
@@ -251,5 +258,19 @@ def test_a_sentence_about_comments_is_no_opener() -> None:
         "See also",  # a part of a documentation page
         "Also read by the council: the port's accounts for ten years.",
         "More headlines were written about the storm than about the port in ten years.",
+        "Meet the new harbour master",
+        "More keto dinner recipes",  # a heading in the middle of a food blog's post
     ]
+    assert story_end(texts, [True] * len(texts)) == len(texts)
+
+
+def test_comments_longer_than_the_story_still_end_it_but_a_sign_off_there_does_not() -> None:
+    # a short recipe whose comments run on for longer: the opener stands at 40 % of the text
+    comments = [f"Comment {i}: made it twice, the family loved it, thanks." for i in range(9)]
+    texts = [*STORY[:4], "Kommentare werden geladen...", *comments]
+    assert story_end(texts, [True] * len(texts)) == 4
+    texts = [*STORY[:4], "Written by Marie Ellis", *comments]
+    assert story_end(texts, [True] * len(texts)) == len(texts)
+    # in the first third it is no opener yet (a link to the comments under the byline)
+    texts = ["12 Kommentare", *STORY, *STORY]
     assert story_end(texts, [True] * len(texts)) == len(texts)
