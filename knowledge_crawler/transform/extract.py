@@ -1071,6 +1071,7 @@ def _story_blocks(blocks: list[Block], title: str | None) -> list[Block]:
     author's note is often set as a quote) and what follows a late end of the story
     (:func:`~knowledge_crawler.transform.trailers.story_end`). A selector's elements
     (:func:`extract_selected`) are not guessed at: they lose only the headline."""
+    blocks = _without_copies(blocks)
     start = _headline_end(blocks, title) if title else 0
     blocks = blocks[start:]
     for _ in range(2):
@@ -1101,6 +1102,44 @@ def _story_blocks(blocks: list[Block], title: str | None) -> list[Block]:
     closing = closing_lines([b.text for b in blocks[run:]])
     blocks = blocks[: len(blocks) - closing] if closing else blocks
     return blocks[: story_end([b.text for b in blocks], [b.kind in ("p", "h") for b in blocks])]
+
+
+#: a run of blocks that repeats, in order, blocks the text had before it, of this many
+#: blocks and words or more, is the page's second copy of its text (a print or a mobile
+#: version), not more of it
+_COPY_BLOCKS = 3
+_COPY_WORDS = 30
+#: ... and a fifth of the text's words or more: a reference page repeats the parameter
+#: lists of its functions, a shop page the features of two models
+_COPY_SHARE = 0.2
+
+
+def _without_copies(blocks: list[Block]) -> list[Block]:
+    """``blocks`` without the runs that repeat an earlier run of them (see
+    :data:`_COPY_BLOCKS`). A paragraph the page says twice alone stays twice
+    (:func:`_restore_repeats` puts such paragraphs back)."""
+    texts = [norm(_block_text(b)) for b in blocks]
+    total = sum(len(text.split()) for text in texts)
+    first: dict[str, int] = {}
+    for at, text in enumerate(texts):
+        first.setdefault(text, at)
+    copies: set[int] = set()
+    at = 0
+    while at < len(texts):
+        earlier = first[texts[at]]
+        if texts[at] and earlier < at:
+            run = 0
+            while at + run < len(texts) and earlier + run < at and texts[at + run]:
+                if texts[at + run] != texts[earlier + run]:
+                    break
+                run += 1
+            words = sum(len(texts[at + k].split()) for k in range(run))
+            if run >= _COPY_BLOCKS and words >= max(_COPY_WORDS, _COPY_SHARE * total):
+                copies.update(range(at, at + run))
+                at += run
+                continue
+        at += 1
+    return [b for at, b in enumerate(blocks) if at not in copies] if copies else blocks
 
 
 #: a paragraph that is a drawn line ("___", "-----", "====="): AP's break between parts

@@ -1131,3 +1131,32 @@ def test_an_article_whose_first_paragraph_is_loose_text_keeps_it() -> None:
     text = extract(page).text
     assert text.startswith("SAN FRANCISCO (AP) — The chief executive resigned")
     assert all(f"Paragraph {i} goes on" in text for i in range(8))
+
+
+def test_a_second_copy_of_the_text_is_stored_once() -> None:
+    from tests.unit.story import STORY, paragraphs
+
+    # a recipe page that sets its steps twice (the page's version and the print card's)
+    page = (
+        f"<html><body><article><div class='steps'>{paragraphs()}</div><div class='print-card'>"
+        f"{paragraphs()}</div></article></body></html>"
+    )
+    text = extract(page).text
+    assert all(text.count(p) == 1 for p in STORY)
+
+
+def test_parameter_lists_that_two_functions_share_are_kept_twice() -> None:
+    params = (
+        "<ul><li>name: the name of the channel</li><li>handler: the function to call</li>"
+        "<li>options: how the handler is called, and when</li></ul>"
+    )
+    body = "".join(
+        f"<h2>channel.{fn}(name, handler, options)</h2><p>{fn.title()} a handler on the named "
+        "channel so that every message published there reaches it, in the order sent, "
+        f"until the process exits or the handler is removed again.</p>{params}"
+        "<p>Returns the channel, so that calls can be chained one after another in a "
+        "single statement of the program.</p>"
+        for fn in ("subscribe", "unsubscribe", "watch", "unwatch")
+    )
+    text = extract(f"<html><body><main>{body}</main></body></html>").text
+    assert text.count("handler: the function to call") == 4
