@@ -23,7 +23,8 @@ whose sections are all content keeps its frame:
 * the element's own class or id names an article and none of boilerplate; or it names
   neither and holds the frame's scored paragraphs, all but 5 % of their text (CNN's 2013
   story column is ``cnn_strycntntlft``; the alternative there is every paragraph of the
-  page);
+  page), those in boxes named as boilerplate aside (reader comments, cards of related
+  stories: a recipe site's column);
 * what the narrowing leaves out is mostly links or boxes named as boilerplate (at least
   30 % of its text: menus, teaser headlines, tickers, a ``promo`` box of prose), not
   prose of unnamed boxes (at 20 % of links alone it dropped parts of stories on
@@ -177,15 +178,20 @@ def narrow(frame: Any) -> Any:
         return frame
     if _names_boilerplate(best):
         return frame
-    if not _names_article(best) and paragraphs < (1 - _STRAY_PARAGRAPHS) * length.paragraphs(frame):
-        return frame  # unnamed, and scored paragraphs lie outside it
+    chrome = None
+    if not _names_article(best):
+        elsewhere = length.paragraphs(frame)
+        if paragraphs < (1 - _STRAY_PARAGRAPHS) * elsewhere:
+            chrome = _chrome(frame, best, length)
+            if paragraphs < (1 - _STRAY_PARAGRAPHS) * (elsewhere - chrome[2]):
+                return frame  # unnamed, and scored paragraphs lie outside it (not in chrome)
     left_out = length(frame) - length(best)
     if left_out <= 0:
         return frame
     links = length.links(frame) - length.links(best)
     if links / left_out >= _LEFT_OUT_LINKS:
         return best
-    named, headers = _chrome(frame, best, length)
+    named, headers, _ = chrome or _chrome(frame, best, length)
     if (links + named) / left_out >= _LEFT_OUT_LINKS:
         return best
     if frame.tag == "body" or _in_parts(best, length):
@@ -211,12 +217,13 @@ def _in_parts(best: Any, length: _Lengths) -> bool:
 _HEADERS = frozenset({"header", "head", "h1", "h2", "h3", "h4", "h5", "h6"})
 
 
-def _chrome(frame: Any, best: Any, length: _Lengths) -> tuple[int, int]:
+def _chrome(frame: Any, best: Any, length: _Lengths) -> tuple[int, int, int]:
     """The text outside ``best`` in boxes whose class or id names boilerplate, and in the
-    other headers and headings, less their links (counted already). A box that holds
-    ``best`` is looked into, not counted."""
+    other headers and headings, less their links (counted already); and the scored
+    paragraphs' text in those boxes (reader comments, cards of related stories). A box
+    that holds ``best`` is looked into, not counted."""
     above = set(best.iterancestors())
-    named = headers = 0
+    named = headers = paragraphs = 0
     stack = [c for c in frame if isinstance(c.tag, str)]
     while stack:
         el = stack.pop()
@@ -224,8 +231,9 @@ def _chrome(frame: Any, best: Any, length: _Lengths) -> tuple[int, int]:
             continue
         if el not in above and _names_boilerplate(el):
             named += length(el) - length.links(el)
+            paragraphs += length.paragraphs(el)
         elif el not in above and el.tag in _HEADERS:
             headers += length(el) - length.links(el)
         else:
             stack.extend(c for c in el if isinstance(c.tag, str))
-    return named, headers
+    return named, headers, paragraphs

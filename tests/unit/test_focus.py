@@ -207,3 +207,25 @@ def test_an_unnamed_element_is_not_taken_when_paragraphs_lie_outside_it() -> Non
     assert narrow(body) is body
     body = html.fromstring(_unnamed_story_page(_teasers(12))).find(".//body")
     assert narrow(body).get("class") == "cnn_strycntntlft"
+
+
+def test_paragraphs_of_comments_beside_an_unnamed_article_do_not_keep_the_frame() -> None:
+    # a recipe site's column: the recipe in unnamed boxes, then the readers' comments,
+    # each a long paragraph, in a box named as comments
+    comments = "".join(
+        f"<li class='gz-comment'><p>Reader {i} wrote: I made this on Sunday for the whole "
+        "family, with strawberries from the market, and it was gone in minutes, thanks.</p>"
+        "</li>"
+        for i in range(6)
+    )
+    column = f"<div class='gz-extra'><ul class='gz-comments-wrap'>{comments}</ul></div>"
+    page = (
+        "<html><body><div class='main-content'><div class='gz-inner'>"
+        f"<div class='gz-part'>{paragraphs(3)}</div><div class='gz-part'>{paragraphs(3, 3)}</div>"
+        f"</div>{column}</div></body></html>"
+    )
+    frame = _frame(page)
+    assert narrow(frame).get("class") == "gz-inner"
+    # the same paragraphs in a box of no name are the page's (the frame stays)
+    frame = _frame(page.replace("gz-comments-wrap", "gz-list").replace("gz-comment", "gz-li"))
+    assert narrow(frame) is frame
