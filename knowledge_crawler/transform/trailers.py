@@ -218,7 +218,7 @@ _COMMENTS_OPEN = re.compile(
     r"\W*(?:(?:comments?\s+)?note\s*:\s*)?(?:blog\s+)?comments\s+powered\s+by\b"
     r"|\W*(?:comments?\s+)?(?:note\s*:\s*)?by\s+posting\s+(?:your\s+|a\s+)?comments?\b"
     r"|\W*\d+\s+comment(?:s|\(s\))?\s*(?:[-:]|$)"
-    r"|\W*(?:leave|post|add|write)\s+(?:a|your)\s+(?:comment|reply|opinion)\b"
+    r"|\W*(?:leave|post|add|write)\s+(?:a|your)\s+(?:comment|reply|opinion)\b(?:\W+\w+){0,3}\W*$"
     r"|\W*comments\s+are\s+closed\b"
     r"|\W*join\s+the\s+(?:discussion|conversation)\b"
     r"|\W*visitor\s+opinions\b"

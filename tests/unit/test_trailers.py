@@ -224,6 +224,7 @@ def test_what_follows_a_sign_off_is_not_stored() -> None:
         "blog comments powered by Disqus",
         "80 comment(s) - last by SirKronan.. on May 22 at 12:09 PM",
         "Leave a reply",
+        "Leave a Reply Cancel reply",
         "Visitor Opinions (latest shown first)",
         "Opinions that are derogatory, attack other users or are offensive may be removed.",
         "MORE TENNIS HEADLINES",
@@ -259,6 +260,8 @@ def test_a_sentence_about_comments_is_no_opener() -> None:
         "Also read by the council: the port's accounts for ten years.",
         "More headlines were written about the storm than about the port in ten years.",
         "Meet the new harbour master",
+        # a call to action above a recipe card, not the comments' opening
+        "LEAVE A COMMENT BELOW AND TAG ME ON INSTAGRAM AND LET ME KNOW IF YOU MAKE THIS RECIPE",
         "More keto dinner recipes",  # a heading in the middle of a food blog's post
     ]
     assert story_end(texts, [True] * len(texts)) == len(texts)
