@@ -171,6 +171,8 @@ def narrow(frame: Any) -> Any:
         floor = max(_SIBLING_MIN, _SIBLING_SHARE * scores[best])
         if any(s is not best and scores.get(s, 0.0) >= floor for s in parent):
             best = parent  # the article runs over several siblings
+    if best is not frame:
+        best = _around_parts(frame, best, length)
     if best is frame:
         return frame
     paragraphs = length.paragraphs(best)
@@ -198,6 +200,36 @@ def narrow(frame: Any) -> Any:
         return frame
     prose = left_out - links - named - headers
     return best if prose < _LEFT_OUT_PROSE * length(best) else frame
+
+
+def _around_parts(frame: Any, best: Any, length: _Lengths) -> Any:
+    """The element that holds ``best`` and the other elements of its tag and class in
+    ``frame`` that hold scored paragraphs of :data:`_MIN_PARAGRAPH_CHARS` or more, when
+    the class names an article (``recipe-content``): a story set in parts of one class
+    in different columns (a recipe's introduction beside its photos, its method under
+    its ingredients); ``best`` when it has no such parts. A class of layout alone
+    (``left relative``) or a shorter part (a standfirst in a box of the story's class)
+    says nothing of the kind."""
+    name = best.get("class")
+    if not name or not _ARTICLE.search(name):
+        return best
+    above = set(best.iterancestors())
+    parts = [
+        el
+        for el in frame.iter(best.tag)
+        if el is not best
+        and el.get("class") == name
+        and el not in above
+        and length.paragraphs(el) >= _MIN_PARAGRAPH_CHARS
+        and not any(a is best for a in el.iterancestors())
+    ]
+    if not parts:
+        return best
+    common = best
+    for part in parts:
+        while common is not frame and not any(a is common for a in part.iterancestors()):
+            common = common.getparent()
+    return common
 
 
 def _in_parts(best: Any, length: _Lengths) -> bool:

@@ -229,3 +229,28 @@ def test_paragraphs_of_comments_beside_an_unnamed_article_do_not_keep_the_frame(
     # the same paragraphs in a box of no name are the page's (the frame stays)
     frame = _frame(page.replace("gz-comments-wrap", "gz-list").replace("gz-comment", "gz-li"))
     assert narrow(frame) is frame
+
+
+def test_a_story_in_parts_of_one_class_in_two_columns_is_taken_whole() -> None:
+    # a recipe: its introduction in the right column above the photos' box, the method
+    # under it, the ingredients in the left column, all in one card
+    intro = f"<div class='recipe-content'>{paragraphs(2)}</div>"
+    method = f"<div class='recipe-content'>{paragraphs(4, 2)}</div>"
+    ingredients = (
+        "<div class='col-left'><ul><li>750 gram pointed cabbage</li><li>1 leek</li></ul></div>"
+    )
+    teasers = f"<div class='col-side'>{_teasers(12)}</div>"
+    page = (
+        "<html><body><div class='main-content'><div class='card'><div class='col-right'>"
+        f"{intro}</div>{ingredients}<div class='col-right'>{method}</div></div>{teasers}"
+        "</div></body></html>"
+    )
+    found = narrow(_frame(page))
+    assert found.get("class") == "card"
+    # a part of a class of layout alone, or a short one, is no part of the story
+    layout = narrow(_frame(page.replace("recipe-content", "left relative")))
+    assert layout.get("class") != "card"
+    short = page.replace(
+        intro, "<div class='recipe-content'><p>A quick, creamy oven dish.</p></div>"
+    )
+    assert narrow(_frame(short)).get("class") == "recipe-content"
