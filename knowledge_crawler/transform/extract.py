@@ -1118,7 +1118,9 @@ def _without_copies(blocks: list[Block]) -> list[Block]:
     """``blocks`` without the runs that repeat an earlier run of them (see
     :data:`_COPY_BLOCKS`). A paragraph the page says twice alone stays twice
     (:func:`_restore_repeats` puts such paragraphs back)."""
-    texts = [norm(_block_text(b)) for b in blocks]
+    texts = [b.text if b.kind != "table" else _block_text(b) for b in blocks]
+    if len(set(texts)) == len(texts):
+        return blocks  # no block twice (most pages)
     total = sum(len(text.split()) for text in texts)
     first: dict[str, int] = {}
     for at, text in enumerate(texts):

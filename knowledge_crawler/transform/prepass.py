@@ -128,8 +128,11 @@ def prune(tree: HtmlElement) -> None:
         "fieldset": [],
         "label": [],
     }
-    for el in tree.iter("math", "h1", "figure", "pre", "br", "aside", "fieldset", "label"):
-        found[el.tag].append(el)
+    headings: list[HtmlElement] = []
+    for el in tree.iter(
+        "math", "h1", "figure", "pre", "br", "aside", "fieldset", "label", *_SUBHEADINGS
+    ):
+        (headings if el.tag in _SUBHEADINGS else found[el.tag]).append(el)
     _unform(found["fieldset"], found["label"])
     for br in found["br"]:
         _break_out_of_inline(br)
@@ -139,7 +142,7 @@ def prune(tree: HtmlElement) -> None:
     for aside in found["aside"]:
         if _footnotes(aside):
             aside.tag = "div"
-    drop_teasers(tree, drop_keeping_tail)
+    drop_teasers(tree, drop_keeping_tail, headings)
     for link in [a for h in tree.iter(*HEADINGS) for a in h.iter("a")]:
         if _is_permalink(link):
             drop_keeping_tail(link)
@@ -725,6 +728,7 @@ def _tail_to_paragraph(el: HtmlElement) -> None:
 
 _PERMALINK_TEXT = frozenset({"#", "¶", "§", "🔗"})
 HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_SUBHEADINGS = ("h2", "h3", "h4", "h5", "h6")
 
 
 def _is_permalink(link: HtmlElement) -> bool:

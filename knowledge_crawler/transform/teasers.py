@@ -29,7 +29,9 @@ in documentation it introduces references that are part of the page.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
+
+from lxml.etree import XPath
 
 from knowledge_crawler.transform._text import norm, squash
 
@@ -117,9 +119,10 @@ def _caps_label(text: str) -> int:
     return len(head) + 1
 
 
-def drop_teasers(tree: Any, drop: Any) -> int:
+def drop_teasers(tree: Any, drop: Any, headings: list[Any] | None = None) -> int:
     """Remove the teaser blocks of ``tree`` with ``drop(element)`` (which keeps the text
-    after an element); the number removed.
+    after an element); the number removed. ``headings``: the tree's ``h2``-``h6``, if
+    the caller has found them already (:func:`card_lists` reads them).
 
     One walk over the blocks and the inline elements a lead-in is set in tests each
     one's own first text against the lead-ins; only the few that match are looked at
@@ -169,7 +172,7 @@ def drop_teasers(tree: Any, drop: Any) -> int:
         if following:
             found += [block, *following]
     found += [ul for ul in tree.iter("ul") if _headline_list(ul)]
-    for box in card_lists(tree):
+    for box in card_lists(tree, headings):
         box.set("class", f"{box.get('class') or ''} {RELATED}".lstrip())
     for el in found:
         if el.getparent() is not None:
@@ -211,24 +214,29 @@ def _headline_list(ul: Any) -> bool:
 RELATED = "kc-related"
 #: the fewest cards of a list of other stories, and the most words of one card
 _CARDS = 3
-_CARD_WORDS = 80
-#: the least share of a box's words in its cards (a heading or a line above them aside)
-_CARDS_SHARE = 0.8
-#: how far above its linked headline a card's box may be
+_CARD_CHARS = 600  # some 80 words
+#: the least share of a box's text in its cards (a heading or a line above them aside)
+_CARDS_SHARE = 0.75
+#: how far above its linked headline a card's box may be, and a link around the card
 _CARD_DEPTH = 5
+_AROUND_DEPTH = 3
 
 
-def card_lists(tree: Any) -> list[Any]:
+def card_lists(tree: Any, headings: list[Any] | None = None) -> list[Any]:
     """Boxes of three or more cards of other stories: sibling boxes that each hold one
     headline that is all link (``<h3><a>Title</a></h3>``, or a heading inside a link
-    around the card) and at most :data:`_CARD_WORDS` words (the headline and a line of
+    around the card) and at most :data:`_CARD_CHARS` characters (the headline and a line of
     description, a time, a category). A story's own headings are not links, and a
-    section of it is longer. The cards hold :data:`_CARDS_SHARE` of the box's words or
+    section of it is longer. The cards hold :data:`_CARDS_SHARE` of the box's text or
     more (the box is not a story's with cards among its paragraphs). The innermost such
     boxes. :func:`drop_teasers` names them :data:`RELATED` instead of removing them:
     the narrowing of a frame counts a box so named as chrome beside the story, and
     trafilatura deletes it inside the frame it reads."""
-    linked = [h for h in tree.iter("h2", "h3", "h4", "h5", "h6") if _linked_headline(h)]
+    if headings is None:
+        headings = list(tree.iter("h2", "h3", "h4", "h5", "h6"))
+    if len(headings) < _CARDS:
+        return []
+    linked = [h for h in headings if _linked_headline(h)]
     if len(linked) < _CARDS:
         return []
     holders: dict[Any, dict[Any, int]] = {}  # a box -> its children -> linked headlines in it
@@ -245,27 +253,41 @@ def card_lists(tree: Any) -> list[Any]:
     for box, cards in holders.items():
         if len(cards) < _CARDS or any(n != 1 for n in cards.values()):
             continue
-        words = [len(card.text_content().split()) for card in cards]
-        if max(words) <= _CARD_WORDS and sum(words) >= _CARDS_SHARE * len(
-            box.text_content().split()
-        ):
+        chars = [_chars(card) for card in cards]
+        if max(chars) <= _CARD_CHARS and sum(chars) >= _CARDS_SHARE * _chars(box):
             lists.append(box)
-    inner = set(lists)
-    return [box for box in lists if not any(other in inner for other in box.iterdescendants())]
+    found = set(lists)
+    outer = {a for box in lists for a in box.iterancestors() if a in found}
+    return [box for box in lists if box not in outer]
+
+
+#: the length of an element's text with its runs of white space as one space, in C
+_CHARS = XPath("string-length(normalize-space())")
+
+
+def _chars(el: Any) -> int:
+    return int(cast(float, _CHARS(el)))
 
 
 def _linked_headline(heading: Any) -> bool:
     """A heading whose text is all the text of links to other pages: a headline (a
     heading that links to its own section, ``href="#..."``, is not one)."""
+    links = [a for a in heading.iter("a") if _elsewhere(a)]
+    around = None
+    if not links:
+        around = heading.getparent()
+        for _ in range(_AROUND_DEPTH):  # a link around a card holds its heading closely
+            if around is None or around.tag == "a":
+                break
+            around = around.getparent()
+        if around is None or around.tag != "a":
+            return False  # most headings (asked first: no text is read)
     text = squash(heading.text_content())
     if not text:
         return False
-    around = next(heading.iterancestors("a"), None)
     if around is not None:
         return _elsewhere(around)
-    return sum(len(squash(a.text_content())) for a in heading.iter("a") if _elsewhere(a)) >= len(
-        text
-    )
+    return sum(len(squash(a.text_content())) for a in links) >= len(text)
 
 
 def _elsewhere(link: Any) -> bool:
