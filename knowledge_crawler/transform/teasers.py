@@ -34,6 +34,7 @@ from typing import Any, cast
 from lxml.etree import XPath
 
 from knowledge_crawler.transform._text import norm, squash
+from knowledge_crawler.transform.focus import boilerplate_box
 
 __all__ = ["LEAD_IN", "drop_teasers"]
 
@@ -229,9 +230,11 @@ def card_lists(tree: Any, headings: list[Any] | None = None) -> list[Any]:
     description, a time, a category). A story's own headings are not links, and a
     section of it is longer. The cards hold :data:`_CARDS_SHARE` of the box's text or
     more (the box is not a story's with cards among its paragraphs). The innermost such
-    boxes. :func:`drop_teasers` names them :data:`RELATED` instead of removing them:
-    the narrowing of a frame counts a box so named as chrome beside the story, and
-    trafilatura deletes it inside the frame it reads."""
+    boxes, when the page has a story beside them (:data:`_STORY_CHARS` of paragraphs
+    outside them and outside the page's chrome): without one, the cards are the page's
+    own (a home page, a listing). :func:`drop_teasers` names them :data:`RELATED`
+    instead of removing them: the narrowing of a frame counts a box so named as chrome
+    beside the story, and trafilatura deletes it inside the frame it reads."""
     if headings is None:
         headings = list(tree.iter("h2", "h3", "h4", "h5", "h6"))
     if len(headings) < _CARDS:
@@ -258,7 +261,39 @@ def card_lists(tree: Any, headings: list[Any] | None = None) -> list[Any]:
             lists.append(box)
     found = set(lists)
     outer = {a for box in lists for a in box.iterancestors() if a in found}
-    return [box for box in lists if box not in outer]
+    lists = [box for box in lists if box not in outer]
+    if lists and _story_chars(tree, lists) < _STORY_CHARS:
+        return []  # no story beside the cards: they are the page's (a home page, a listing)
+    return lists
+
+
+#: the least text of paragraphs outside the cards for the cards to be beside a story
+_STORY_CHARS = 500
+
+
+def _story_chars(tree: Any, boxes: list[Any]) -> int:
+    """The text of the paragraphs outside ``boxes`` and outside the page's chrome (a
+    header, footer, aside, nav or form, a box named as boilerplate: a cookie notice, a
+    newsletter's), less their links (a paragraph of links to the archive or the topics
+    is no story), counting paragraphs of 25 characters or more of it."""
+    inside = set(boxes)
+    total = 0
+    for p in tree.iter("p"):
+        chars = _chars(p)
+        if chars < _PARAGRAPH_CHARS:
+            continue
+        if any(a in inside or a.tag in _CHROME or boilerplate_box(a) for a in p.iterancestors()):
+            continue
+        chars -= sum(_chars(a) for a in p.iter("a"))
+        if chars >= _PARAGRAPH_CHARS:
+            total += chars
+    return total
+
+
+_CHROME = frozenset({"header", "footer", "aside", "nav", "form"})
+
+
+_PARAGRAPH_CHARS = 25
 
 
 #: the length of an element's text with its runs of white space as one space, in C

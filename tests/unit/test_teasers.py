@@ -222,3 +222,19 @@ def test_cards_among_the_paragraphs_of_a_box_take_nothing_of_its_story() -> None
     page = f"<html><body><article>{paragraphs()}{_cards(3)}</article></body></html>"
     text = extract(page).text
     assert whole_story(text)
+
+
+def test_cards_that_are_the_page_itself_stay() -> None:
+    # a home page: an introduction, the latest articles as cards, and the page's chrome
+    page = (
+        "<html><body><div class='cookie-banner'><p>We use cookies to personalise content "
+        "and ads, to provide social media features and to analyse our traffic.</p></div>"
+        "<main><h1>Journal</h1><p>Essays, guides and reviews on everything from espresso "
+        f"to Roman roads.</p><h2>Latest articles</h2><div class='grid'>{_cards(6)}</div></main>"
+        "<aside><p>Subscribe to our newsletter and get the week's best stories, every "
+        "Friday morning, in your inbox.</p></aside><footer><p>© 2025 Journal. All rights "
+        "reserved, all of them, everywhere.</p></footer></body></html>"
+    )
+    text = extract(page).text
+    assert "Latest articles" in text
+    assert all(f"Easy Dinner Number {i}" in text for i in range(6))
