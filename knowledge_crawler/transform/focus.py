@@ -48,7 +48,7 @@ from typing import Any, cast
 
 from lxml.etree import XPath
 
-__all__ = ["boilerplate_box", "narrow"]
+__all__ = ["MIN_PARAGRAPH", "boilerplate_box", "narrow", "text_length"]
 
 _ARTICLE = re.compile(
     r"article|body|content|entry|hentry|main|page|post|text|blog|story", re.IGNORECASE
@@ -60,7 +60,7 @@ _BOILERPLATE = re.compile(
     re.IGNORECASE,
 )
 _LINKS = ("ref", "a")
-_MIN_PARAGRAPH = 25  # characters: shorter paragraphs are not scored
+MIN_PARAGRAPH = 25  # characters: shorter paragraphs are not scored
 _SIBLING_SHARE = 0.2  # of the best score, for a sibling to be part of the article
 _SIBLING_MIN = 10.0
 _LEFT_OUT_LINKS = 0.3  # least share of link text in what narrowing leaves out
@@ -74,7 +74,8 @@ _STRAY_PARAGRAPHS = 0.05  # of a frame's scored paragraph text, outside an unnam
 _LENGTH = XPath("string-length(normalize-space())")
 
 
-def _length(el: Any) -> int:
+def text_length(el: Any) -> int:
+    """The length of ``el``'s text with its runs of white space as one space (in C)."""
     return int(cast(float, _LENGTH(el)))  # string-length() is a number
 
 
@@ -89,7 +90,7 @@ class _Lengths:
     def __call__(self, el: Any) -> int:
         length = self.of.get(el)
         if length is None:
-            length = self.of[el] = _length(el)
+            length = self.of[el] = text_length(el)
         return length
 
     def links(self, el: Any) -> int:
@@ -97,7 +98,7 @@ class _Lengths:
 
     def paragraphs(self, el: Any) -> int:
         lengths = (self(p) for p in el.iter("p"))
-        return sum(n for n in lengths if n >= _MIN_PARAGRAPH)
+        return sum(n for n in lengths if n >= MIN_PARAGRAPH)
 
 
 def _class_weight(el: Any) -> int:
@@ -126,9 +127,8 @@ def boilerplate_box(el: Any) -> bool:
     ...) and neither names an article: a box of other stories or of comments, never an
     article's frame, however the frame expression that found it reads (the first
     ``<article>`` of a page that sets its related recipes as ``<article>`` cards)."""
-    values = [value for value in (el.get("class"), el.get("id")) if value]
-    return any(_BOILERPLATE.search(v) for v in values) and not any(
-        _ARTICLE.search(v) for v in values
+    return _names_boilerplate(el) and not any(
+        value and _ARTICLE.search(value) for value in (el.get("class"), el.get("id"))
     )
 
 
@@ -138,7 +138,7 @@ def _scores(frame: Any, length: _Lengths) -> dict[Any, float]:
     raw: dict[Any, float] = {}
     for paragraph in frame.iter("p"):
         chars = length(paragraph)
-        if chars < _MIN_PARAGRAPH:
+        if chars < MIN_PARAGRAPH:
             continue
         points = 1 + paragraph.text_content().count(",") + min(chars // 100, 3)
         el = paragraph
@@ -227,7 +227,8 @@ def _around_parts(frame: Any, best: Any, length: _Lengths) -> Any:
         return best
     common = best
     for part in parts:
-        while common is not frame and not any(a is common for a in part.iterancestors()):
+        holders = set(part.iterancestors())
+        while common is not frame and common not in holders:
             common = common.getparent()
     return common
 

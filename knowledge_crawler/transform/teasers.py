@@ -29,12 +29,10 @@ in documentation it introduces references that are part of the page.
 from __future__ import annotations
 
 import re
-from typing import Any, cast
-
-from lxml.etree import XPath
+from typing import Any
 
 from knowledge_crawler.transform._text import norm, squash
-from knowledge_crawler.transform.focus import boilerplate_box
+from knowledge_crawler.transform.focus import MIN_PARAGRAPH, boilerplate_box, text_length
 
 __all__ = ["LEAD_IN", "drop_teasers"]
 
@@ -256,8 +254,8 @@ def card_lists(tree: Any, headings: list[Any] | None = None) -> list[Any]:
     for box, cards in holders.items():
         if len(cards) < _CARDS or any(n != 1 for n in cards.values()):
             continue
-        chars = [_chars(card) for card in cards]
-        if max(chars) <= _CARD_CHARS and sum(chars) >= _CARDS_SHARE * _chars(box):
+        chars = [text_length(card) for card in cards]
+        if max(chars) <= _CARD_CHARS and sum(chars) >= _CARDS_SHARE * text_length(box):
             lists.append(box)
     found = set(lists)
     outer = {a for box in lists for a in box.iterancestors() if a in found}
@@ -279,29 +277,18 @@ def _story_chars(tree: Any, boxes: list[Any]) -> int:
     inside = set(boxes)
     total = 0
     for p in tree.iter("p"):
-        chars = _chars(p)
-        if chars < _PARAGRAPH_CHARS:
+        chars = text_length(p)
+        if chars < MIN_PARAGRAPH:
             continue
         if any(a in inside or a.tag in _CHROME or boilerplate_box(a) for a in p.iterancestors()):
             continue
-        chars -= sum(_chars(a) for a in p.iter("a"))
-        if chars >= _PARAGRAPH_CHARS:
+        chars -= sum(text_length(a) for a in p.iter("a"))
+        if chars >= MIN_PARAGRAPH:
             total += chars
     return total
 
 
 _CHROME = frozenset({"header", "footer", "aside", "nav", "form"})
-
-
-_PARAGRAPH_CHARS = 25
-
-
-#: the length of an element's text with its runs of white space as one space, in C
-_CHARS = XPath("string-length(normalize-space())")
-
-
-def _chars(el: Any) -> int:
-    return int(cast(float, _CHARS(el)))
 
 
 def _linked_headline(heading: Any) -> bool:

@@ -282,23 +282,24 @@ def story_end(texts: Sequence[str], looked_at: Sequence[bool]) -> int:
     for at, text in enumerate(texts):
         if looked_at[at] and seen >= _COMMENTS_AFTER * total:
             line = text.strip()
-            if seen >= _SIGNED_AFTER * total and _ends_story(line, counts[at]):
-                return at
             if counts[at] <= _COMMENTS_OPEN_WORDS and _COMMENTS_OPEN.match(line) is not None:
+                return at
+            if seen >= _SIGNED_AFTER * total and _ends_story(line, counts[at]):
                 return at
         seen += counts[at]
     return len(texts)
 
 
 def _ends_story(text: str, words: int) -> bool:
+    """A sign-off, or the heading of other stories, further reading or a note on the
+    author (the comments' opening is tested on its own, from earlier in the text)."""
     if _SIGNED.fullmatch(text) is not None:
         return True
-    if words <= _MORE_STORIES_WORDS:
-        heading = text.strip(" :")
-        if (
-            _MORE_STORIES.fullmatch(heading)
-            or _READ_ALSO.fullmatch(heading)
-            or _ABOUT_AUTHOR.fullmatch(heading)
-        ):
-            return True
-    return words <= _COMMENTS_OPEN_WORDS and _COMMENTS_OPEN.match(text) is not None
+    if words > _MORE_STORIES_WORDS:
+        return False
+    heading = text.strip(" :")
+    return bool(
+        _MORE_STORIES.fullmatch(heading)
+        or _READ_ALSO.fullmatch(heading)
+        or _ABOUT_AUTHOR.fullmatch(heading)
+    )
