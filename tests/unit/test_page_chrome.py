@@ -597,11 +597,18 @@ def test_a_checklist_of_ingredients_in_a_fieldset_of_labels_is_kept() -> None:
 
 
 def test_a_form_keeps_its_fieldset_and_labels_out() -> None:
+    from knowledge_crawler.transform.prepass import prune
+
     form = (
         "<form action='/subscribe'><fieldset><legend>Newsletter</legend><ul><li><label>"
         "Send me the weekly newsletter with the best recipes of the week</label>"
         "<input type='checkbox'></li></ul></fieldset></form>"
     )
+    tree = html.fromstring(page_with(form, at=6))
+    prune(tree)
+    # a form's own fieldset and labels stay, for trafilatura to drop with the form
+    assert tree.find(".//form/fieldset") is not None
+    assert tree.find(".//form//li/label") is not None
     text = extract(page_with(form, at=6)).text
     assert "newsletter" not in text.lower()
     assert whole_story(text)

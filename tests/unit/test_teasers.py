@@ -233,7 +233,13 @@ def test_cards_that_are_the_page_itself_stay() -> None:
         f"to Roman roads.</p><h2>Latest articles</h2><div class='grid'>{_cards(6)}</div></main>"
         "<aside><p>Subscribe to our newsletter and get the week's best stories, every "
         "Friday morning, in your inbox.</p></aside><footer><p>© 2025 Journal. All rights "
-        "reserved, all of them, everywhere.</p></footer></body></html>"
+        "reserved, all of them, everywhere.</p>"
+        # the page's chrome holds more prose than a short story: it is no story beside
+        # the cards
+        + "<p>Journal is an independent magazine of essays, guides and reviews, written by "
+        "its readers and edited by a small team in Leeds since the spring of 2009.</p>"
+        * 5
+        + "</footer></body></html>"
     )
     text = extract(page).text
     assert "Latest articles" in text
