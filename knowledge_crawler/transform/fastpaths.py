@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Selection", "forget", "install"]
+__all__ = ["Selection", "discards_class", "forget", "install", "remembered_search"]
 
 Test = Callable[[Any], bool]
 
@@ -102,7 +102,7 @@ IC = ("id", "class")
 IS = ("id", "style")
 
 
-def _search(pattern: str, flags: int = 0) -> Callable[[str], bool]:
+def remembered_search(pattern: str, flags: int = 0) -> Callable[[str], bool]:
     """``value -> re.search(pattern, value) is not None``, remembered per value: a page
     repeats its ids and classes (and sites share them), and a long alternation costs
     far more than a dict lookup."""
@@ -203,9 +203,9 @@ def _remove_comments_and_lists(xp: Any) -> list[Selection]:
 
 
 def _overall_discard(xp: Any, id_tokens: str, class_tokens: str) -> list[Selection]:
-    cookie = _search("cookie")
-    by_id = _search(id_tokens)
-    by_class = _search(class_tokens)
+    cookie = remembered_search("cookie")
+    by_id = remembered_search(id_tokens)
+    by_class = remembered_search(class_tokens)
 
     def boilerplate(el: Any) -> bool:
         get = el.get
@@ -219,9 +219,9 @@ def _overall_discard(xp: Any, id_tokens: str, class_tokens: str) -> list[Selecti
             or "MostPopularStories" in (get("data-component") or "")
         )
 
-    hidden = _search("hidden")
-    reader_comments = _search("reader-comments|akismet")
-    hidden_class = _search(
+    hidden = remembered_search("hidden")
+    reader_comments = remembered_search("reader-comments|akismet")
+    hidden_class = remembered_search(
         "^hide-|comments-title|nocomments|-reply-|message|akismet|suggest-links|-hide-"
         "|hide-print| hidden| hide|noprint|notloaded"
     )
@@ -269,7 +269,7 @@ def _overall_discard(xp: Any, id_tokens: str, class_tokens: str) -> list[Selecti
 
 def _body(xp: Any, tokens: dict[str, str]) -> list[Selection]:
     containers = ("article", "div", "main", "section")
-    art_id, art_class = _search(tokens["art_id"]), _search(tokens["art_class"])
+    art_id, art_class = remembered_search(tokens["art_id"]), remembered_search(tokens["art_class"])
 
     def article_body(el: Any) -> bool:
         get = el.get
@@ -283,8 +283,11 @@ def _body(xp: Any, tokens: dict[str, str]) -> list[Selection]:
             or art_class(cls or "")
         )
 
-    story_id, story_class = _search(tokens["story_id"]), _search(tokens["story_class"])
-    fulltext = _search("fulltext", re.IGNORECASE)
+    story_id, story_class = (
+        remembered_search(tokens["story_id"]),
+        remembered_search(tokens["story_class"]),
+    )
+    fulltext = remembered_search("fulltext", re.IGNORECASE)
 
     def story(el: Any) -> bool:
         get = el.get
@@ -299,7 +302,10 @@ def _body(xp: Any, tokens: dict[str, str]) -> list[Selection]:
             or story_class(cls or "")
         )
 
-    main_id, main_class = _search(tokens["main_id"]), _search(tokens["main_class"])
+    main_id, main_class = (
+        remembered_search(tokens["main_id"]),
+        remembered_search(tokens["main_class"]),
+    )
 
     def main_content(el: Any) -> bool:
         get = el.get
@@ -409,7 +415,7 @@ def discards_class(token: str) -> bool:
             import trafilatura.xpaths as xp
 
             pattern = xp._alt(xp._OVERALL_DISCARD_BOTH_TOKENS + xp._OVERALL_DISCARD_CLASS_TOKENS)
-            test = _search(pattern)
+            test = remembered_search(pattern)
         except (ImportError, AttributeError, TypeError, re.error):
 
             def test(value: str) -> bool:

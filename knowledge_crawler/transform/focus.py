@@ -48,6 +48,8 @@ from typing import Any, cast
 
 from lxml.etree import XPath
 
+from knowledge_crawler.transform.fastpaths import remembered_search
+
 __all__ = ["MIN_PARAGRAPH", "boilerplate_box", "narrow", "text_length"]
 
 _ARTICLE = re.compile(
@@ -101,24 +103,34 @@ class _Lengths:
         return sum(n for n in lengths if n >= MIN_PARAGRAPH)
 
 
+#: the two tests of a class or id value, each answer remembered
+#: (:func:`~knowledge_crawler.transform.fastpaths.remembered_search`: a page repeats its
+#: classes, and sites share them)
+_SAYS_BOILERPLATE = remembered_search(_BOILERPLATE.pattern, re.IGNORECASE)
+_SAYS_ARTICLE = remembered_search(_ARTICLE.pattern, re.IGNORECASE)
+
+
+def _says(value: str) -> tuple[bool, bool]:
+    """Whether a class or id value names boilerplate, and whether it names an article."""
+    return _SAYS_BOILERPLATE(value), _SAYS_ARTICLE(value)
+
+
 def _class_weight(el: Any) -> int:
     weight = 0
     for value in (el.get("class"), el.get("id")):
         if value:
-            if _BOILERPLATE.search(value):
-                weight -= 25
-            if _ARTICLE.search(value):
-                weight += 25
+            boilerplate, article = _says(value)
+            weight += (25 if article else 0) - (25 if boilerplate else 0)
     return weight
 
 
 def _names_boilerplate(el: Any) -> bool:
-    return any(value and _BOILERPLATE.search(value) for value in (el.get("class"), el.get("id")))
+    return any(value and _says(value)[0] for value in (el.get("class"), el.get("id")))
 
 
 def _names_article(el: Any) -> bool:
     return not _names_boilerplate(el) and any(
-        value and _ARTICLE.search(value) for value in (el.get("class"), el.get("id"))
+        value and _says(value)[1] for value in (el.get("class"), el.get("id"))
     )
 
 
@@ -128,7 +140,7 @@ def boilerplate_box(el: Any) -> bool:
     article's frame, however the frame expression that found it reads (the first
     ``<article>`` of a page that sets its related recipes as ``<article>`` cards)."""
     return _names_boilerplate(el) and not any(
-        value and _ARTICLE.search(value) for value in (el.get("class"), el.get("id"))
+        value and _says(value)[1] for value in (el.get("class"), el.get("id"))
     )
 
 

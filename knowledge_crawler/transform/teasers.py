@@ -260,7 +260,7 @@ def card_lists(tree: Any, headings: list[Any] | None = None) -> list[Any]:
     found = set(lists)
     outer = {a for box in lists for a in box.iterancestors() if a in found}
     lists = [box for box in lists if box not in outer]
-    if lists and _story_chars(tree, lists) < _STORY_CHARS:
+    if lists and not _beside_a_story(tree, lists):
         return []  # no story beside the cards: they are the page's (a home page, a listing)
     return lists
 
@@ -269,23 +269,31 @@ def card_lists(tree: Any, headings: list[Any] | None = None) -> list[Any]:
 _STORY_CHARS = 500
 
 
-def _story_chars(tree: Any, boxes: list[Any]) -> int:
-    """The text of the paragraphs outside ``boxes`` and outside the page's chrome (a
-    header, footer, aside, nav or form, a box named as boilerplate: a cookie notice, a
-    newsletter's), less their links (a paragraph of links to the archive or the topics
-    is no story), counting paragraphs of 25 characters or more of it."""
-    inside = set(boxes)
+def _beside_a_story(tree: Any, boxes: list[Any]) -> bool:
+    """Whether the paragraphs outside ``boxes`` and outside the page's chrome (a header,
+    footer, aside, nav or form, a box named as boilerplate: a cookie notice, a
+    newsletter's) hold :data:`_STORY_CHARS` of text, less their links (a paragraph of
+    links to the archive or the topics is no story), counting paragraphs of 25
+    characters or more of it. Read until there is enough; each element above a
+    paragraph is judged once."""
+    open_: dict[Any, bool] = dict.fromkeys(boxes, False)  # element -> may hold the story
+
+    def story_side(el: Any) -> bool:
+        side = open_.get(el)
+        if side is None:
+            side = open_[el] = el.tag not in _CHROME and not boilerplate_box(el)
+        return side
+
     total = 0
     for p in tree.iter("p"):
-        chars = text_length(p)
-        if chars < MIN_PARAGRAPH:
+        if not all(story_side(a) for a in p.iterancestors()):
             continue
-        if any(a in inside or a.tag in _CHROME or boilerplate_box(a) for a in p.iterancestors()):
-            continue
-        chars -= sum(text_length(a) for a in p.iter("a"))
+        chars = text_length(p) - sum(text_length(a) for a in p.iter("a"))
         if chars >= MIN_PARAGRAPH:
             total += chars
-    return total
+            if total >= _STORY_CHARS:
+                return True
+    return False
 
 
 _CHROME = frozenset({"header", "footer", "aside", "nav", "form"})
